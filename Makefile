@@ -1,0 +1,33 @@
+# Every target creates the virtual environment when it is missing or older than pyproject.toml.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: train test test-slow lint tensorboard clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, lr 1e-3
+	$(BIN)/python src/train.py $(ARGS)
+
+test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)  ## the longer end-to-end runs
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+tensorboard: $(STAMP)
+	$(BIN)/tensorboard --logdir outputs
+
+clean:
+	rm -rf outputs .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Long-term memory problems: tasks, models and experiments."""

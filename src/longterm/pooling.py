@@ -1,0 +1,50 @@
+"""Pooling over time: feed-forward attention [Raffel & Ellis 2015, eq. 1] and the unweighted mean
+[eq. 2].
+
+Shapes: states h (B, T, D), mask (B, T) bool with True on real steps, pooled c (B, D).
+With `mask_padding=False` the mask is ignored and padded steps are pooled like real ones, as in
+the paper's original code (docs/fidelity.md).
+"""
+
+import torch
+from torch import Tensor, nn
+
+
+class AttentionPooling(nn.Module):
+    """e_t = tanh(w . h_t + b);  alpha = softmax_t(e);  c = sum_t alpha_t h_t   [eq. 1]"""
+
+    name = "attention"
+
+    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+        super().__init__()
+        self.score = nn.Linear(dim, 1)  # w (D,) and a scalar bias b
+        self.mask_padding = mask_padding
+        if init == "paper":  # w ~ N(0, 0.1), b = 0, as the paper's code
+            nn.init.normal_(self.score.weight, std=0.1)
+            nn.init.zeros_(self.score.bias)
+
+    def weights(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        """alpha (B, T): softmax over time of the scores, zero on masked steps."""
+        e = torch.tanh(self.score(h)).squeeze(-1)
+        if mask is not None and self.mask_padding:
+            e = e.masked_fill(~mask, float("-inf"))
+        return torch.softmax(e, dim=1)
+
+    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        return torch.einsum("bt,btd->bd", self.weights(h, mask), h)
+
+
+class MeanPooling(nn.Module):
+    """c = (1/T) sum_t h_t over the real steps   [eq. 2]"""
+
+    name = "mean"
+
+    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+        super().__init__()
+        self.mask_padding = mask_padding
+
+    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        if mask is None or not self.mask_padding:
+            return h.mean(dim=1)
+        m = mask.unsqueeze(-1).to(h.dtype)
+        return (h * m).sum(dim=1) / m.sum(dim=1)

@@ -1,0 +1,66 @@
+"""One `result.json` per run: what was run, how it ended, and on what code and machine.
+
+The sweep collector reads these files, never the logs. A file is written to a temporary name in
+the same directory and renamed, so a reader never sees half a file.
+"""
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+STATUSES = ("solved", "max_epochs", "diverged", "interrupted", "failed")
+RESULT_FILE = "result.json"
+
+
+def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:
+    """Atomically write `result` as `<run_dir>/result.json`."""
+    path = Path(run_dir) / RESULT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".result.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(result, f, indent=2, sort_keys=True, default=str)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_result(run_dir: str | Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / RESULT_FILE).read_text())
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    """The commit the code was run from, with "-dirty" when tracked files were modified."""
+    cwd = cwd or Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
+def machine() -> dict[str, Any]:
+    """Where the run happened: host, processor, cores, Python and torch versions, accelerator."""
+    import torch
+
+    return {
+        "host": platform.node(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }

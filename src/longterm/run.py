@@ -1,0 +1,133 @@
+"""One run: validate the config, build the parts, fit, write `result.json` beside the TensorBoard
+events. The only module of the package that knows Hydra."""
+
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from hydra.utils import instantiate
+from lightning.pytorch.loggers import TensorBoardLogger
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.tensorboard.summary import hparams
+
+from longterm.callbacks import StopOnDivergence, StopWhenSolved
+from longterm.config import validate
+from longterm.module import MemoryTaskModule
+from longterm.results import git_commit, machine, write_result
+
+# Shown in TensorBoard's HPARAMS view against each run's flat hyperparameters.
+HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
+
+# Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
+warnings.filterwarnings("ignore", ".*does not have many workers.*")
+
+
+def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
+    """Instantiate a config-group node; its `name` labels the choice and is no argument."""
+    params = OmegaConf.to_container(node, resolve=True)
+    params.pop("name", None)
+    return instantiate(params, **kwargs)
+
+
+def run_params(cfg: DictConfig) -> dict[str, Any]:
+    """The flat hyperparameters that identify a run (HPARAMS view, result.json)."""
+    params = {
+        "task": cfg.task.name,
+        "pool": cfg.pool.name,
+        "model": cfg.model.name,
+        "data": cfg.data.name,
+        "T0": cfg.T0,
+        "lr": cfg.lr,
+        "seed": cfg.seed,
+        "mask_padding": cfg.pool.mask_padding,
+        "batch_size": cfg.data.batch_size,
+        "max_epochs": cfg.trainer.max_epochs,
+    }
+    for key in ("lengths", "min_length", "max_length"):
+        if key in cfg.data:
+            params[key] = cfg.data[key]
+    return params
+
+
+def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
+    """Write the HPARAMS session; the view reads each metric's latest scalar under its tag.
+
+    Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
+    which would put a false point on the val/acc curve, so the summaries are written here.
+    """
+    logger.log_hyperparams(params)  # hparams.yaml
+    writer = logger.experiment._get_file_writer()
+    for summary in hparams(params, dict.fromkeys(HPARAM_METRICS, 0.0)):
+        writer.add_summary(summary)
+
+
+def build_model(cfg: DictConfig) -> MemoryTaskModule:
+    readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=cfg.model.init)
+    net = instantiate_named(
+        cfg.model,
+        in_features=cfg.task.n_features,
+        out_features=cfg.task.n_outputs,
+        readout=readout,
+    )
+    return MemoryTaskModule(net, lr=cfg.lr, **OmegaConf.to_container(cfg.optim))
+
+
+def train(cfg: DictConfig) -> dict[str, Any]:
+    """Fit one run in `cfg.run_dir`; return (and write) its result record."""
+    validate(cfg)
+    run_dir = Path(cfg.run_dir)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    datamodule = instantiate_named(cfg.data)
+    module = build_model(cfg)
+    callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    logger = instantiate(cfg.logger)
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
+    params = run_params(cfg)
+    log_hparams(logger, params)
+
+    result: dict[str, Any] = {
+        **params,
+        "status": "failed",
+        "n_params": sum(p.numel() for p in module.parameters()),
+        "git_commit": git_commit(),
+        "machine": machine(),
+        "run_dir": str(run_dir),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+    }
+    start = time.perf_counter()
+    try:
+        trainer.fit(module, datamodule=datamodule)
+    except Exception as e:
+        result.update(error=f"{type(e).__name__}: {e}", wall_time_s=time.perf_counter() - start)
+        write_result(run_dir, result)
+        raise
+    result.update(outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start)
+    write_result(run_dir, result)
+    return result
+
+
+def outcome(trainer: L.Trainer, callbacks: list[L.Callback]) -> dict[str, Any]:
+    """Status, accuracies and counts once `fit` has returned."""
+    solved = next(c for c in callbacks if isinstance(c, StopWhenSolved))
+    diverged = next(c for c in callbacks if isinstance(c, StopOnDivergence))
+    if diverged.diverged_step is not None:
+        status = "diverged"
+    elif solved.solved_epoch is not None:
+        status = "solved"
+    elif trainer.interrupted:
+        status = "interrupted"
+    else:
+        status = "max_epochs"
+    history = solved.history
+    return {
+        "status": status,
+        "epoch_solved": solved.solved_epoch,
+        "diverged_step": diverged.diverged_step,
+        "best_acc": max(history, default=None),
+        "final_acc": history[-1] if history else None,
+        "val_acc_history": history,
+        "epochs": trainer.current_epoch,
+        "updates": trainer.global_step,
+    }

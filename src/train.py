@@ -1,0 +1,32 @@
+"""Train one model on one long-term memory task, or sweep many: `python src/train.py --help`.
+
+Examples:
+    python src/train.py                                  # addition, attention, T0=50, lr 1e-3
+    python src/train.py -m task=addition,multiplication pool=attention,mean lr=1e-3,3e-3
+    python src/train.py experiment=table1                # the paper's grid
+"""
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from longterm.config import ConfigError
+from longterm.preflight import check
+from longterm.run import train
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    return train(cfg)["best_acc"]
+
+
+if __name__ == "__main__":
+    try:
+        check(sys.argv[1:], CONFIG_DIR)
+    except ConfigError as e:
+        sys.exit(f"error: {e}")
+    main()

@@ -1,0 +1,129 @@
+"""End-to-end runs through the real entry point, src/train.py."""
+
+from pathlib import Path
+
+import pytest
+from conftest import QUICK, read_json, train_py
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+
+def scalars(run_dir: Path) -> dict[str, list[float]]:
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return {tag: [s.value for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def hparams_session(run_dir: Path) -> bytes:
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+
+
+def test_one_run_writes_events_checkpoints_and_result(tmp_path):
+    out = train_py(*QUICK, f"hydra.run.dir={tmp_path}", "pool=mean", "lr=3e-3")
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert result["status"] == "max_epochs"
+    assert (result["task"], result["pool"], result["T0"], result["lr"]) == (
+        "addition",
+        "mean",
+        50,
+        3e-3,
+    )
+    assert result["n_params"] == 10_501
+    assert result["epochs"] == 2 and result["updates"] == 40
+    assert (
+        len(result["val_acc_history"]) == 2 and result["final_acc"] == result["val_acc_history"][-1]
+    )
+    assert result["best_acc"] == max(result["val_acc_history"])
+    assert result["wall_time_s"] > 0 and "git_commit" in result and result["config"]["lr"] == 3e-3
+    tags = scalars(tmp_path)
+    assert {"train/loss", "val/acc", "val/loss", "lr-Adam"} <= set(tags)
+    assert len(tags["val/acc"]) == 2 and tags["val/acc"][-1] == pytest.approx(result["final_acc"])
+    session = hparams_session(tmp_path)
+    for name in (b"task", b"pool", b"T0", b"lr", b"seed", b"data", b"addition", b"mean"):
+        assert name in session
+    assert (tmp_path / "checkpoints" / "last.ckpt").exists()
+    assert (tmp_path / "checkpoints" / "best.ckpt").exists()
+
+
+def test_a_solved_run_stops_and_records_the_epoch(tmp_path):
+    out = train_py(
+        *QUICK,
+        f"hydra.run.dir={tmp_path}",
+        "trainer.max_epochs=5",
+        "callbacks.stop_when_solved.threshold=0.0",
+    )
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert result["status"] == "solved" and result["epoch_solved"] == 1
+    assert result["epochs"] == 1 and result["updates"] == 20
+    assert scalars(tmp_path)["epoch_solved"] == [1.0]
+
+
+def test_two_job_multirun_gets_one_directory_per_job(tmp_path):
+    out = train_py(
+        "-m",
+        "task=addition,multiplication",
+        *QUICK,
+        "trainer.max_epochs=1",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    jobs = sorted(p.parent for p in tmp_path.glob("*/result.json"))
+    assert [j.name for j in jobs] == [
+        f"data.batches_per_epoch=20,data.val_size=200,task={task},trainer.max_epochs=1"
+        for task in ("addition", "multiplication")
+    ]
+    assert [read_json(j / "result.json")["task"] for j in jobs] == ["addition", "multiplication"]
+
+
+def test_submitit_local_launcher_runs_the_sweep(tmp_path):
+    out = train_py(
+        "-m",
+        "launcher=submitit_local",
+        "task=addition,multiplication",
+        *QUICK,
+        "trainer.max_epochs=1",
+        f"hydra.sweep.dir={tmp_path}",
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    results = [read_json(p) for p in sorted(tmp_path.glob("*/result.json"))]
+    assert [r["task"] for r in results] == ["addition", "multiplication"]
+    assert all(r["status"] == "max_epochs" for r in results)
+    assert any((tmp_path / ".submitit").iterdir())  # submitit's job folders
+
+
+@pytest.mark.parametrize(
+    "args, key",
+    [
+        (["task=sum"], "task='sum' is invalid: choose one of addition, multiplication, xor"),
+        (["pool=max"], "pool='max' is invalid: choose one of attention, mean"),
+        (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
+        (["T0=1"], "T0=1 is invalid: Input should be greater than or equal to 11"),
+        (["T0=abc"], "T0='abc' is invalid"),
+        (["lr=0"], "lr=0 is invalid: Input should be greater than 0"),
+        (["lr=-1e-3"], "lr=-0.001 is invalid"),
+        (["lr=fast"], "lr='fast' is invalid"),
+        (["-m", "T0=50,1"], "T0=1 is invalid"),
+        (["experiment=table1", "lr=1e-3,0"], "lr=0 is invalid"),
+        (["data=variable", "data.min_length=500", "data.max_length=100"], "data: min_length=500"),
+        (["T1=50"], "Could not override 'T1'"),
+    ],
+)
+def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):
+    out = train_py(*args, cwd=tmp_path)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {key}"), out.stderr
+    assert not (tmp_path / "outputs").exists()  # nothing ran, nothing was written
+
+
+@pytest.mark.slow
+def test_default_run_solves_addition(tmp_path):
+    """`make train`: addition, attention pooling, T0=50, lr 1e-3 to 100% validation accuracy."""
+    out = train_py("trainer.enable_progress_bar=false", f"hydra.run.dir={tmp_path}", timeout=1800)
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert result["status"] == "solved" and result["best_acc"] == 1.0
