@@ -14,13 +14,14 @@ from omegaconf import DictConfig
 
 from longterm.config import ConfigError
 from longterm.preflight import check
-from longterm.run import train
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    from longterm.run import train  # torch and Lightning load only once the command line is good
+
     return train(cfg)["best_acc"]
 
 

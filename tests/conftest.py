@@ -16,6 +16,7 @@ QUICK = [
     "data.val_size=200",
     "trainer.max_epochs=2",
     "trainer.enable_progress_bar=false",
+    "trainer.log_every_n_steps=10",
 ]
 
 

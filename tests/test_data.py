@@ -36,7 +36,9 @@ def test_epochs_seeds_and_batches_differ():
 
 
 def test_per_batch_lengths_have_no_padding():
-    dm = FixedLengthData("multiplication", T0=100, batches_per_epoch=200, batch_size=4)
+    dm = FixedLengthData(
+        "multiplication", T0=100, lengths="per_batch", batches_per_epoch=200, batch_size=4
+    )
     lengths = set()
     for x, y, mask in epoch_batches(dm, 0):
         assert mask.all() and x.dtype == torch.float32 and y.shape == (4,)
@@ -45,7 +47,7 @@ def test_per_batch_lengths_have_no_padding():
 
 
 def test_per_sequence_lengths_are_padded_with_a_mask():
-    dm = FixedLengthData("addition", T0=50, lengths="per_sequence", batches_per_epoch=1)
+    dm = FixedLengthData("addition", T0=50, batches_per_epoch=1)  # per_sequence by default
     x, _, mask = epoch_batches(dm, 0)[0]
     assert x.shape == (100, 56, 2) and not mask.all()
     assert (x[~mask] == 0).all()

@@ -11,9 +11,9 @@ def h():
     return torch.randn(B, T, D, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
 
 
-def make(cls, **kw):
+def make(cls, mask_padding=True):
     torch.manual_seed(0)
-    return cls(D, **kw).double()
+    return cls(D, mask_padding=mask_padding).double()
 
 
 def test_attention_weights_sum_to_one(h):

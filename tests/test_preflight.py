@@ -10,7 +10,7 @@ CONF = ROOT / "conf"
 def test_command_line_sweeps_expand_to_the_cartesian_product():
     jobs = job_overrides(["task=addition,multiplication", "lr=1e-3,3e-3", "T0=50"], None)
     assert len(jobs) == 4
-    assert ["task=multiplication", "lr=3e-3", "T0=50"] in jobs
+    assert ["task=multiplication", "lr=0.003", "T0=50"] in jobs
 
 
 def test_experiment_sweeps_join_and_the_command_line_wins():

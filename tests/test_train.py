@@ -72,7 +72,7 @@ def test_two_job_multirun_gets_one_directory_per_job(tmp_path):
     assert out.returncode == 0, out.stderr
     jobs = sorted(p.parent for p in tmp_path.glob("*/result.json"))
     assert [j.name for j in jobs] == [
-        f"data.batches_per_epoch=20,data.val_size=200,task={task},trainer.max_epochs=1"
+        f"data.batches_per_epoch=20,data.val_size=200,task={task},trainer.log_every_n_steps=10,trainer.max_epochs=1"
         for task in ("addition", "multiplication")
     ]
     assert [read_json(j / "result.json")["task"] for j in jobs] == ["addition", "multiplication"]

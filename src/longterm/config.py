@@ -9,9 +9,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from longterm.data import LENGTHS
-from longterm.models.init import INITS
 from longterm.tasks import MIN_LENGTH, TASKS
+
+# Allowed values of choice keys. This module imports no torch or Lightning, so a bad command line
+# fails in about a second.
+LENGTHS = ("per_sequence", "per_batch")  # data.lengths
+INITS = ("paper", "torch")  # model.init
 
 
 class ConfigError(ValueError):
@@ -44,7 +47,7 @@ class DataSection(Section):
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
     num_workers: int = Field(ge=0)
-    lengths: Literal[LENGTHS] = "per_batch"
+    lengths: Literal[LENGTHS] = "per_sequence"
     val_size: int = Field(default=1000, ge=1)
     min_length: int = Field(default=50, ge=MIN_LENGTH)
     max_length: int = Field(default=10000, ge=MIN_LENGTH)

@@ -14,11 +14,11 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from longterm.config import LENGTHS
 from longterm.tasks import default_width, generate
 
 Batch = tuple[Tensor, Tensor, Tensor]
 TRAIN, VALIDATION = 0, 1  # random streams
-LENGTHS = ("per_batch", "per_sequence")
 
 
 def batch_rng(seed: int, stream: int, epoch: int, index: int) -> np.random.RandomState:
@@ -38,13 +38,14 @@ def as_batch(X: np.ndarray, y: np.ndarray, mask: np.ndarray) -> Batch:
 
 @dataclass(frozen=True)
 class FixedLengthBatches:
-    """Batches at T0 (§2.2). `per_batch`: one length per batch from [T0, width - 1], no padding.
-    `per_sequence`: the original code's per-sequence lengths, padded to the width, with the mask."""
+    """Batches at T0 (§2.2). `per_sequence`: the paper's code, each sequence its own length on
+    [T0, width - 1], padded to the width, with the mask. `per_batch`: one length per batch from
+    the same range, no padding."""
 
     task: str
     T0: int
     batch_size: int
-    lengths: str = "per_batch"
+    lengths: str = "per_sequence"
 
     def __call__(self, rng: np.random.RandomState) -> Batch:
         if self.lengths == "per_sequence":
@@ -140,7 +141,9 @@ class FixedLengthData(TaskDataModule):
     """Table 1's setting: sequences of length about T0; validation is `val_size` sequences drawn
     the same way as training batches, from a separate stream."""
 
-    def __init__(self, task: str, T0: int, lengths: str = "per_batch", val_size: int = 1000, **kw):
+    def __init__(
+        self, task: str, T0: int, lengths: str = "per_sequence", val_size: int = 1000, **kw
+    ):
         super().__init__(task, **kw)
         if lengths not in LENGTHS:
             raise ValueError(

@@ -15,7 +15,7 @@ class AttentionPooling(nn.Module):
 
     name = "attention"
 
-    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+    def __init__(self, dim: int, mask_padding: bool = False, init: str = "paper"):
         super().__init__()
         self.score = nn.Linear(dim, 1)  # w (D,) and a scalar bias b
         self.mask_padding = mask_padding
@@ -39,7 +39,7 @@ class MeanPooling(nn.Module):
 
     name = "mean"
 
-    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+    def __init__(self, dim: int, mask_padding: bool = False, init: str = "paper"):
         super().__init__()
         self.mask_padding = mask_padding
 

@@ -4,7 +4,7 @@ import math
 
 from torch import nn
 
-INITS = ("paper", "torch")
+from longterm.config import INITS
 
 
 def init_linear_(layer: nn.Linear, init: str) -> nn.Linear:
