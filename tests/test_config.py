@@ -49,7 +49,11 @@ def test_good_config_passes():
         ("seed", -1, "seed=-1 is invalid"),
         ("task.name", "sum", "task.name='sum' is invalid: Input should be 'addition'"),
         ("data.batch_size", 0, "data.batch_size=0 is invalid"),
-        ("data.lengths", "both", "data.lengths='both' is invalid: Input should be 'per_sequence' or"),
+        (
+            "data.lengths",
+            "both",
+            "data.lengths='both' is invalid: Input should be 'per_sequence' or",
+        ),
         ("model.dim", 0, "model.dim=0 is invalid"),
         ("model.init", "xavier", "model.init='xavier' is invalid"),
         ("pool.mask_padding", "yes", "pool.mask_padding='yes' is invalid: Input should be a valid"),

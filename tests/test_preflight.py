@@ -30,3 +30,24 @@ def test_a_bad_job_anywhere_in_a_sweep_is_caught():
 
 def test_other_hydra_flags_are_left_to_hydra():
     check(["--cfg", "job", "T0=1"], CONF)  # Hydra prints the config; nothing trains
+
+
+def test_slurm_launcher_takes_its_settings_from_the_command_line():
+    from hydra import compose, initialize_config_dir
+
+    overrides = [
+        "launcher=slurm",
+        "launcher.partition=gpu",
+        "launcher.gpus=1",
+        "launcher.cpus=4",
+        "launcher.time_min=240",
+    ]
+    check(["-m", *overrides], CONF)
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        launcher = compose("train", overrides=overrides, return_hydra_config=True).hydra.launcher
+        assert (
+            launcher._target_
+            == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+        )
+        assert (launcher.partition, launcher.gpus_per_node, launcher.cpus_per_task) == ("gpu", 1, 4)
+        assert launcher.timeout_min == 240

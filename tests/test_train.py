@@ -96,6 +96,48 @@ def test_submitit_local_launcher_runs_the_sweep(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["task=xor"], {"task": "xor", "n_params": 10_602}),
+        (
+            ["task=multiplication", "data.lengths=per_batch", "pool.mask_padding=true"],
+            {"lengths": "per_batch", "mask_padding": True},
+        ),
+        (
+            ["data=variable", "data.min_length=40", "data.max_length=90", "data.val_batches=4"],
+            {"data": "variable", "min_length": 40, "max_length": 90},
+        ),
+        (["pool=mean", "model.init=torch", "seed=3"], {"pool": "mean", "seed": 3}),
+    ],
+)
+def test_other_tasks_data_and_options_run(tmp_path, args, expected):
+    out = train_py(*QUICK, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path}", *args)
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert {k: result[k] for k in expected} == expected and result["updates"] == 20
+
+
+def test_an_experiment_config_launches_its_sweep(tmp_path):
+    """experiment=table1 is a multirun by itself; the command line narrows its grid."""
+    out = train_py(
+        "experiment=table1",
+        "task=addition",
+        "T0=50",
+        "pool=mean",
+        "lr=1e-3,3e-3",
+        *QUICK,
+        "trainer.max_epochs=1",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    results = [read_json(p) for p in sorted(tmp_path.glob("*/result.json"))]
+    assert [(r["task"], r["T0"], r["pool"], r["lr"]) for r in results] == [
+        ("addition", 50, "mean", 1e-3),
+        ("addition", 50, "mean", 3e-3),
+    ]
+
+
+@pytest.mark.parametrize(
     "args, key",
     [
         (["task=sum"], "task='sum' is invalid: choose one of addition, multiplication, xor"),
@@ -110,6 +152,15 @@ def test_submitit_local_launcher_runs_the_sweep(tmp_path):
         (["experiment=table1", "lr=1e-3,0"], "lr=0 is invalid"),
         (["data=variable", "data.min_length=500", "data.max_length=100"], "data: min_length=500"),
         (["T1=50"], "Could not override 'T1'"),
+        (
+            ["experiment=table2"],
+            "experiment='table2' is invalid: choose one of table1, variable_length",
+        ),
+        (
+            ["data.batch_size=0"],
+            "data.batch_size=0 is invalid: Input should be greater than or equal to 1",
+        ),
+        (["lr=[1e-3"], "'lr=[1e-3' is not a valid override"),
     ],
 )
 def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):

@@ -107,11 +107,9 @@ class TaskDataModule(L.LightningDataModule):
     ):
         super().__init__()
         self.task, self.seed = task, seed
-        self.batch_size, self.batches_per_epoch, self.num_workers = (
-            batch_size,
-            batches_per_epoch,
-            num_workers,
-        )
+        self.batch_size = batch_size
+        self.batches_per_epoch = batches_per_epoch
+        self.num_workers = num_workers
         self.validation: list[Batch] = []
 
     def train_recipe(self) -> Callable[[np.random.RandomState], Batch]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.errors import HydraException, MissingConfigException
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -40,8 +40,15 @@ def job_overrides(overrides: list[str], sweeper_params: DictConfig | None) -> li
     return [list(job) for job in itertools.product(*axes)]
 
 
-def explain(error: Exception) -> str:
+def explain(error: Exception, overrides: list[str]) -> str:
     """One line from a Hydra or OmegaConf composition error."""
+    if isinstance(error, OverrideParseException):
+        parser = OverridesParser.create()
+        for override in overrides:
+            try:
+                parser.parse_overrides([override])
+            except OverrideParseException as e:
+                return f"{override!r} is not a valid override: {str(e).splitlines()[0]}"
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, value = error.missing_cfg_file.rpartition("/")
         options = ", ".join(error.options or [])
@@ -64,6 +71,6 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             for job in job_overrides(overrides, params):
                 validate(compose(config_name, overrides=job))
     except (HydraException, OmegaConfBaseException) as e:
-        raise ConfigError(explain(e)) from None
+        raise ConfigError(explain(e, overrides)) from None
     finally:
         GlobalHydra.instance().clear()
