@@ -16,15 +16,15 @@ train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, 
 	$(BIN)/python src/train.py $(ARGS)
 
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 
 tensorboard: $(STAMP)
 	$(BIN)/tensorboard --logdir outputs
