@@ -1,40 +1,37 @@
+"""The schema on the project's real configs (conf/), composed as Hydra composes them."""
+
 import pytest
+from conftest import ROOT
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from longterm.config import ConfigError, validate
 
-GOOD = {
-    "T0": 50,
-    "lr": 1e-3,
-    "seed": 0,
-    "task": {"name": "addition"},
-    "pool": {"name": "attention", "mask_padding": True},
-    "model": {
-        "name": "feedforward",
-        "dim": 100,
-        "hidden": 100,
-        "negative_slope": 0.01,
-        "init": "paper",
-    },
-    "data": {
-        "name": "fixed",
-        "batch_size": 100,
-        "batches_per_epoch": 1000,
-        "num_workers": 0,
-        "lengths": "per_batch",
-    },
-    "trainer": {"max_epochs": 100},
-}
+
+def composed(*overrides: str):
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose("train", overrides=list(overrides))
 
 
-def with_(key, value):
-    cfg = {k: dict(v) if isinstance(v, dict) else v for k, v in GOOD.items()}
-    section, _, leaf = key.rpartition(".")
-    (cfg[section] if section else cfg)[leaf] = value
+@pytest.fixture(scope="module")
+def base():
+    return composed()
+
+
+def with_(cfg, key, value):
+    cfg = cfg.copy()
+    OmegaConf.update(cfg, key, value, force_add=True)
     return cfg
 
 
-def test_good_config_passes():
-    assert validate(GOOD).T0 == 50
+def test_every_shipped_config_passes():
+    for overrides in [
+        (),
+        ("pool=mean",),
+        ("data=variable",),
+        ("task=xor", "data.lengths=per_batch"),
+    ]:
+        assert validate(composed(*overrides)).T0 == 50
 
 
 @pytest.mark.parametrize(
@@ -58,17 +55,18 @@ def test_good_config_passes():
         ("model.init", "xavier", "model.init='xavier' is invalid"),
         ("pool.mask_padding", "yes", "pool.mask_padding='yes' is invalid: Input should be a valid"),
         ("trainer.max_epochs", 0, "trainer.max_epochs=0 is invalid"),
+        ("data.val_batches", 3, "data.val_batches is not a key of data=fixed"),
+        ("pool.temperature", 2.0, "pool.temperature is not a key of pool=attention"),
     ],
 )
-def test_bad_values_fail_with_one_line(key, value, expected):
+def test_bad_values_fail_with_one_line(base, key, value, expected):
     with pytest.raises(ConfigError) as err:
-        validate(with_(key, value))
+        validate(with_(base, key, value))
     message = str(err.value)
     assert message.startswith(expected) and "\n" not in message
 
 
 def test_variable_length_bounds_are_ordered():
-    cfg = with_("data.min_length", 500)
-    cfg["data"]["max_length"] = 100
-    with pytest.raises(ConfigError, match="min_length=500 must be <= max_length=100"):
+    cfg = composed("data=variable", "data.min_length=500", "data.max_length=100")
+    with pytest.raises(ConfigError, match="^data: min_length=500 must be <= max_length=100$"):
         validate(cfg)

@@ -111,7 +111,8 @@ def test_submitit_local_launcher_runs_the_sweep(tmp_path):
     ],
 )
 def test_other_tasks_data_and_options_run(tmp_path, args, expected):
-    out = train_py(*QUICK, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path}", *args)
+    quick = [a for a in QUICK if not a.startswith("data.val_size")]  # data=variable has none
+    out = train_py(*quick, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path}", *args)
     assert out.returncode == 0, out.stderr
     result = read_json(tmp_path / "result.json")
     assert {k: result[k] for k in expected} == expected and result["updates"] == 20
@@ -161,6 +162,8 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
             "data.batch_size=0 is invalid: Input should be greater than or equal to 1",
         ),
         (["lr=[1e-3"], "'lr=[1e-3' is not a valid override"),
+        (["data=variable", "+data.val_size=3"], "data.val_size is not a key of data=variable"),
+        (["data.val_batches=3"], "Could not override 'data.val_batches': Key 'val_batches'"),
     ],
 )
 def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):

@@ -1,12 +1,13 @@
 """The schema of every user-facing config key, checked before any work is done.
 
 `validate(cfg)` raises `ConfigError` with one line naming the key, the value and what is allowed.
-Sections also carry keys the schema does not list (`_target_`, trainer options); Hydra's struct
-mode already refuses keys that do not exist.
+The project's own sections (task, pool, model, data) are closed: every key is listed, so a key
+added with `+` is refused. Library sections (trainer) are open: only the listed keys are checked.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from longterm.tasks import MIN_LENGTH, TASKS
@@ -22,20 +23,25 @@ class ConfigError(ValueError):
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
+    """A section whose every key the schema lists: a key added with `+` is refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+    target: str | None = Field(default=None, alias="_target_")
 
 
 class TaskSection(Section):
     name: Literal[TASKS]
+    n_features: int = Field(ge=1)
+    n_outputs: int = Field(ge=1)
 
 
 class PoolSection(Section):
-    name: str
+    name: Literal["attention", "mean"]
     mask_padding: bool
 
 
 class ModelSection(Section):
-    name: str
+    name: Literal["feedforward"]
     dim: int = Field(ge=1)
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
@@ -43,19 +49,29 @@ class ModelSection(Section):
 
 
 class DataSection(Section):
-    name: Literal["fixed", "variable"]
+    task: str
+    seed: int
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
     num_workers: int = Field(ge=0)
-    lengths: Literal[LENGTHS] = "per_sequence"
-    val_size: int = Field(default=1000, ge=1)
-    min_length: int = Field(default=50, ge=MIN_LENGTH)
-    max_length: int = Field(default=10000, ge=MIN_LENGTH)
-    val_batches: int = Field(default=100, ge=1)
-    val_batch_size: int = Field(default=10, ge=1)
+
+
+class FixedDataSection(DataSection):
+    name: Literal["fixed"]
+    T0: int
+    lengths: Literal[LENGTHS]
+    val_size: int = Field(ge=1)
+
+
+class VariableDataSection(DataSection):
+    name: Literal["variable"]
+    min_length: int = Field(ge=MIN_LENGTH)
+    max_length: int = Field(ge=MIN_LENGTH)
+    val_batches: int = Field(ge=1)
+    val_batch_size: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def ordered_lengths(self) -> "DataSection":
+    def ordered_lengths(self) -> "VariableDataSection":
         if self.min_length > self.max_length:
             raise ValueError(
                 f"min_length={self.min_length} must be <= max_length={self.max_length}"
@@ -63,41 +79,69 @@ class DataSection(Section):
         return self
 
 
-class TrainerSection(Section):
+class OpenSection(BaseModel):
+    """A section of library options (Lightning's Trainer): only the listed keys are checked."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class TrainerSection(OpenSection):
     max_epochs: int = Field(ge=1)
 
 
-class TrainConfig(Section):
+class TrainConfig(OpenSection):
     T0: int = Field(ge=MIN_LENGTH, description="shortest sequence length")
     lr: float = Field(gt=0)
     seed: int = Field(ge=0)
     task: TaskSection
     pool: PoolSection
     model: ModelSection
-    data: DataSection
+    data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
     trainer: TrainerSection
 
 
-def schema_fields(node: Any, schema: type[BaseModel]) -> dict[str, Any]:
-    """The values of a config node that `schema` checks, resolving only those (a run's output
-    directory, say, cannot be resolved before Hydra has started)."""
-    picked = {}
-    for name, field in schema.model_fields.items():
-        if name in node:
-            value = node[name]
-            sub = field.annotation
-            is_section = isinstance(sub, type) and issubclass(sub, BaseModel)
-            picked[name] = schema_fields(value, sub) if is_section else value
+def schema_fields(cfg: DictConfig) -> dict[str, Any]:
+    """The parts of a config the schema checks, resolved: whole closed sections, and only the
+    listed keys elsewhere (a run's output directory cannot be resolved before Hydra starts)."""
+    picked: dict[str, Any] = {}
+    for name in TrainConfig.model_fields:
+        if name not in cfg:
+            continue
+        if name == "trainer":
+            picked[name] = {
+                k: cfg.trainer[k] for k in TrainerSection.model_fields if k in cfg.trainer
+            }
+        elif OmegaConf.is_config(cfg[name]):
+            picked[name] = OmegaConf.to_container(cfg[name], resolve=True)
+        else:
+            picked[name] = cfg[name]
     return picked
 
 
-def validate(cfg: Any) -> TrainConfig:
-    """Check a config (a DictConfig or a plain dict); raise ConfigError on the first fault."""
+def location(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
+    """A dotted key from a pydantic error location, without the union's tag (`data.fixed.T0`)."""
+    parts = [str(p) for p in loc]
+    if len(parts) > 1 and parts[0] == "data" and parts[1] == str(data.get("name")):
+        del parts[1]
+    return ".".join(parts)
+
+
+def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
+    """Check a config; raise ConfigError on the first fault."""
+    cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
+    fields = schema_fields(cfg)
     try:
-        return TrainConfig.model_validate(schema_fields(cfg, TrainConfig))
+        return TrainConfig.model_validate(fields)
     except ValidationError as e:
         err = e.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
+        key = location(err["loc"], fields.get("data") or {})
         if err["type"] == "value_error":  # a rule across keys, from a model_validator
             raise ConfigError(f"{key}: {err['msg'].removeprefix('Value error, ')}") from None
+        if err["type"] == "extra_forbidden":
+            section = key.rpartition(".")[0]
+            choice = fields.get(section, {}).get("name")
+            raise ConfigError(
+                f"{key} is not a key of {section}={choice}: "
+                f"remove it or choose a {section} config that has it"
+            ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None

@@ -53,7 +53,10 @@ def explain(error: Exception, overrides: list[str]) -> str:
         group, _, value = error.missing_cfg_file.rpartition("/")
         options = ", ".join(error.options or [])
         return f"{group}={value!r} is invalid: choose one of {options}"
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    lines = [line.strip().rstrip(".") for line in str(error).splitlines() if line.strip()]
+    if lines and lines[0].startswith("Could not override") and error.__cause__ is not None:
+        cause = str(error.__cause__).splitlines()[0]  # e.g. "Key 'val_size' is not in struct"
+        return f"{lines[0]}: {cause}" + (f" ({lines[1]})" if len(lines) > 1 else "")
     return "; ".join(lines[:2]) if lines else type(error).__name__
 
 
