@@ -1,6 +1,7 @@
 """One run: validate the config, build the parts, fit, write `result.json` beside the TensorBoard
-events. The only module of the package that knows Hydra."""
+events. With `preflight.py`, the only modules of the package that know Hydra."""
 
+import logging
 import time
 import warnings
 from pathlib import Path
@@ -22,6 +23,21 @@ HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 
 # Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
+# Raised inside Lightning 2.6 under torch 2.13; nothing in this project uses the API it names.
+warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
+
+
+def quiet_library_logs() -> None:
+    """Print each Lightning message once, through Hydra's handlers (console and train.log).
+
+    Lightning gives its "lightning" logger a console handler of its own and also lets it
+    propagate to the root logger, so under Hydra every line would appear twice; its
+    advertisement for a hosted logger is dropped.
+    """
+    logging.getLogger("lightning").handlers.clear()
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(
+        lambda record: not str(record.msg).startswith("💡 Tip")
+    )
 
 
 def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
@@ -77,6 +93,7 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
 def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit one run in `cfg.run_dir`; return (and write) its result record."""
     validate(cfg)
+    quiet_library_logs()
     run_dir = Path(cfg.run_dir)
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = instantiate_named(cfg.data)
