@@ -18,6 +18,8 @@ from longterm.config import validate
 from longterm.module import MemoryTaskModule
 from longterm.results import git_commit, machine, write_result
 
+log = logging.getLogger(__name__)
+
 # Shown in TensorBoard's HPARAMS view against each run's flat hyperparameters.
 HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 
@@ -122,6 +124,11 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         raise
     result.update(outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start)
     write_result(run_dir, result)
+    best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
+    log.info(
+        f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "
+        f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / 'result.json'}"
+    )
     return result
 
 
