@@ -45,6 +45,9 @@ def test_one_run_writes_events_checkpoints_and_result(tmp_path):
         assert name in session
     assert (tmp_path / "checkpoints" / "last.ckpt").exists()
     assert (tmp_path / "checkpoints" / "best.ckpt").exists()
+    log = (tmp_path / "train.log").read_text()
+    assert log.count("GPU available") == 1 and (out.stdout + out.stderr).count("GPU available") == 1
+    assert f"max_epochs after 2 epochs (40 updates), best val/acc {result['best_acc']:.4f}" in log
 
 
 def test_a_solved_run_stops_and_records_the_epoch(tmp_path):

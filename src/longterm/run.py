@@ -29,17 +29,20 @@ warnings.filterwarnings("ignore", ".*does not have many workers.*")
 warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
 
 
+def not_a_tip(record: logging.LogRecord) -> bool:
+    """Lightning's advertisement for a hosted logger is no message about the run."""
+    return not str(record.msg).startswith("💡 Tip")
+
+
 def quiet_library_logs() -> None:
     """Print each Lightning message once, through Hydra's handlers (console and train.log).
 
     Lightning gives its "lightning" logger a console handler of its own and also lets it
-    propagate to the root logger, so under Hydra every line would appear twice; its
-    advertisement for a hosted logger is dropped.
+    propagate to the root logger, so under Hydra every line would appear twice. Idempotent:
+    the jobs of a local multirun share one process.
     """
     logging.getLogger("lightning").handlers.clear()
-    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(
-        lambda record: not str(record.msg).startswith("💡 Tip")
-    )
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(not_a_tip)
 
 
 def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
