@@ -104,13 +104,12 @@ def schema_fields(cfg: DictConfig) -> dict[str, Any]:
     """The parts of a config the schema checks, resolved: whole closed sections, and only the
     listed keys elsewhere (a run's output directory cannot be resolved before Hydra starts)."""
     picked: dict[str, Any] = {}
-    for name in TrainConfig.model_fields:
+    for name, field in TrainConfig.model_fields.items():
         if name not in cfg:
             continue
-        if name == "trainer":
-            picked[name] = {
-                k: cfg.trainer[k] for k in TrainerSection.model_fields if k in cfg.trainer
-            }
+        schema = field.annotation
+        if isinstance(schema, type) and issubclass(schema, OpenSection):
+            picked[name] = {k: cfg[name][k] for k in schema.model_fields if k in cfg[name]}
         elif OmegaConf.is_config(cfg[name]):
             picked[name] = OmegaConf.to_container(cfg[name], resolve=True)
         else:
