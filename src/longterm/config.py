@@ -16,6 +16,7 @@ from longterm.tasks import MIN_LENGTH, TASKS
 # fails in about a second.
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 INITS = ("paper", "torch")  # model.init
+IMPLS = ("reference", "fused")  # model.impl
 
 
 class ConfigError(ValueError):
@@ -46,6 +47,7 @@ class ModelSection(Section):
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
     init: Literal[INITS]
+    impl: Literal[IMPLS]
 
 
 class DataSection(Section):
