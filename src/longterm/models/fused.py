@@ -94,7 +94,9 @@ class EncodePool(torch.autograd.Function):
         if backend == "cpu":
             _, backward = fused_cpu.kernels(W.shape[1], W.shape[0])
             args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
-            grads = (torch.as_tensor(a) for a in backward(*args[:5], slope, *args[5:], attention))
+            need_dx = ctx.needs_input_grad[0]
+            outputs = backward(*args[:5], slope, *args[5:], attention, need_dx)
+            grads = (torch.as_tensor(a) for a in outputs)
             dx, dWt, db, dw, dbw = grads
             dW = dWt.view(W.shape[1], W.shape[0]).t()
         else:

@@ -96,9 +96,10 @@ def kernels(F: int, D: int):
         return c, e, m, s
 
     @numba.njit(**KERNEL)
-    def backward(g, x, keep, W, b, slope, w, c, alpha, q, attention):  # pragma: no cover
-        """dx (B, T, F), dW (F * D,), db (D,), dw (D,), db_w: the gradients of sum(g * c), given
-        the pooling weights alpha (B, T) and, for attention, q = alpha (1 - e^2) (B, T).
+    def backward(g, x, keep, W, b, slope, w, c, alpha, q, attention, need_dx):  # pragma: no cover
+        """dx (B, T, F) (zeros unless `need_dx`), dW (F * D,), db (D,), dw (D,), db_w: the
+        gradients of sum(g * c), given the pooling weights alpha (B, T) and, for attention,
+        q = alpha (1 - e^2) (B, T).
 
         dL/de_t = alpha_t (g . h_t - g . c);  with z_t = w . h_t + b_w, dL/dz_t = q_t (g . h_t -
         g . c) and dL/dh_t = alpha_t g + dL/dz_t w. Parameter gradients are summed per sequence,
@@ -129,12 +130,15 @@ def kernels(F: int, D: int):
                         dh = a * gi[d] + dz * w[d]
                         du[d] = dh if u[d] > 0 else slope * dh
                         dbi[d] += du[d]
-                    xt, dxt = x[i, t], dx[i, t]
+                    xt = x[i, t]
                     for f in range(F):
                         xf = xt[f]
                         for d in range(D):
                             dWi[f * D + d] += du[d] * xf
-                        dxt[f] = dot(W[f * D : (f + 1) * D], du)
+                    if need_dx:
+                        dxt = dx[i, t]
+                        for f in range(F):
+                            dxt[f] = dot(W[f * D : (f + 1) * D], du)
         return dx, dW.sum(axis=0), db.sum(axis=0), dw.sum(axis=0), dbw.sum()
 
     return forward, backward
