@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -202,6 +203,28 @@ def rnn_ratio(records: list[dict], T0: int) -> list[str]:
     ]
 
 
+def runs_section(run_dirs: list[Path]) -> list[str]:
+    """End-to-end training runs, read from their result.json, with the command of each."""
+    lines = [
+        "## End-to-end runs",
+        "",
+        "| command | status | epochs | val/acc after each epoch | wall time | commit | machine |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run_dir in run_dirs:
+        r = json.loads((run_dir / "result.json").read_text())
+        overrides = OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")
+        command = " ".join(["python src/train.py", *overrides, f"hydra.run.dir={run_dir}"])
+        history = ", ".join(f"{a:.3f}" for a in r["val_acc_history"])
+        m = r["machine"]
+        lines.append(
+            f"| `{command}` | {r['status']} | {r['epochs']} | {history} | "
+            f"{r['wall_time_s'] / 60:.1f} min | {r['git_commit'][:12]} | "
+            f"{m['processor']}, {m['cpus']} cores, torch {m['torch']} |"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--T0", type=int, nargs="+", default=[100, 1000, 10000])
@@ -210,6 +233,9 @@ def main() -> None:
     parser.add_argument("--min-time", type=float, default=3.0, help="seconds timed per case")
     parser.add_argument("--min-updates", type=int, default=3, help="0: measure memory instead")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument(
+        "--runs", type=Path, nargs="*", default=[], help="run directories to report as well"
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
     args = parser.parse_args()
     if args.case:
@@ -251,6 +277,8 @@ def main() -> None:
         *table(records, peak, data),
         "",
         *rnn_ratio(records, max(args.T0)),
+        "",
+        *(runs_section(args.runs) if args.runs else []),
         "",
     ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
