@@ -1,8 +1,8 @@
-"""Lightning callbacks that decide when a run ends: solved, or diverged."""
-
-import math
+"""Lightning callbacks that decide when a run ends (solved, or diverged) and keep the logs in step
+with the checkpoints."""
 
 import lightning as L
+import torch
 
 
 class StopWhenSolved(L.Callback):
@@ -37,13 +37,34 @@ class StopWhenSolved(L.Callback):
 
 
 class StopOnDivergence(L.Callback):
-    """Stop at once when the training loss is not finite; records the global step."""
+    """Stop at once when the training loss or any parameter is not finite.
+
+    Checked after every optimiser update; `diverged_step` is the number of updates done when it
+    was seen (the run's `global_step`). Lightning's EarlyStopping(check_finite=True) only looks
+    at a validation metric once an epoch, and never at the parameters.
+    """
 
     def __init__(self):
         self.diverged_step: int | None = None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
-        if loss is not None and not math.isfinite(float(loss)):
+        finite = [torch.isfinite(p).all() for p in pl_module.parameters()]
+        if loss is not None:
+            finite.append(torch.isfinite(loss.detach()).all())
+        if not bool(torch.stack(finite).all()):  # one device sync per update
             self.diverged_step = trainer.global_step
             trainer.should_stop = True
+
+
+class FlushLoggers(L.Callback):
+    """Flush the loggers whenever a checkpoint is saved.
+
+    TensorBoard's writer buffers events for up to two minutes; a process killed after a
+    checkpoint would otherwise lose metrics that the checkpoint already counts as logged, and a
+    resumed run would have a gap in its curves.
+    """
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+        for logger in trainer.loggers:
+            logger.save()

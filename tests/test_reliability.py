@@ -1,0 +1,176 @@
+"""Runs that are exact, survive being killed, preempted or diverging, and never share a directory;
+all through the real entry point, src/train.py."""
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from conftest import QUICK, ROOT, read_json, train_py
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+# What a run measured; everything else in result.json says where, when and how long.
+METRICS = (
+    "status",
+    "epochs",
+    "updates",
+    "epoch_solved",
+    "diverged_step",
+    "best_acc",
+    "final_acc",
+    "val_acc_history",
+    "n_params",
+)
+# Epochs long enough that a process can be stopped part-way through one (about 2 s each).
+LONGER = [
+    "data.batches_per_epoch=100",
+    "data.val_size=200",
+    "trainer.max_epochs=3",
+    "trainer.enable_progress_bar=false",
+    "trainer.log_every_n_steps=10",
+]
+
+
+def metrics(run_dir: Path) -> dict:
+    result = read_json(run_dir / "result.json")
+    return {k: result[k] for k in METRICS}
+
+
+def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar TensorBoard shows for the run, as (step, value), stale events purged."""
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return {
+        tag: [(s.step, s.value) for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]
+    }
+
+
+def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
+    """Start src/train.py without waiting for it."""
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "src" / "train.py"), *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_the_same_command_and_seed_rerun_exactly(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for run_dir in (first, second):
+        out = train_py(*QUICK, "seed=7", f"hydra.run.dir={run_dir}")
+        assert out.returncode == 0, out.stderr
+    assert metrics(first) == metrics(second)
+    assert scalars(first) == scalars(second)
+    assert len(scalars(first)["train/loss"]) == 4  # the comparison saw the curves
+    other = tmp_path / "other_seed"
+    assert train_py(*QUICK, "seed=8", f"hydra.run.dir={other}").returncode == 0
+    assert scalars(other)["train/loss"] != scalars(first)["train/loss"]
+
+
+def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path):
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
+    last = killed / "checkpoints" / "last.ckpt"
+    run = start(*LONGER, f"hydra.run.dir={killed}")
+    try:
+        wait_for(lambda: last.exists() or run.poll() is not None, "the first epoch's checkpoint")
+        time.sleep(0.5)  # into the second epoch
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    assert run.returncode == -signal.SIGKILL, run.stderr.read()
+    assert torch.load(last, weights_only=True)["global_step"] == 100  # killed inside epoch 2
+    assert not (killed / "result.json").exists()
+
+    resumed = train_py(*LONGER, f"hydra.run.dir={killed}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in (killed / "train.log").read_text()
+    assert read_json(killed / "result.json")["resumed_at_update"] == 100
+    assert train_py(*LONGER, f"hydra.run.dir={whole}").returncode == 0
+    assert metrics(killed) == metrics(whole)
+    assert metrics(killed)["updates"] == 300
+    assert scalars(killed) == scalars(whole)  # one continuous curve in the same tb/
+
+
+def test_a_finished_run_is_not_trained_again(tmp_path):
+    args = [*QUICK, "trainer.max_epochs=1", f"hydra.run.dir={tmp_path}"]
+    assert train_py(*args).returncode == 0
+    before = (tmp_path / "result.json").read_bytes()
+    again = train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "result.json").read_bytes() == before
+    assert len(list((tmp_path / "tb").glob("events.out.tfevents.*"))) == 1
+    assert "already max_epochs, not trained again" in (tmp_path / "train.log").read_text()
+    other = train_py(*args, "lr=3e-3")
+    assert other.returncode != 0 and "holds a finished run with other settings" in other.stderr
+
+
+def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
+    out = train_py("-m", "lr=1e-3,1e30", *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    sane, huge = (read_json(p) for p in sorted(tmp_path.glob("*/result.json")))
+    assert (sane["lr"], sane["status"], sane["updates"]) == (1e-3, "max_epochs", 40)
+    assert (huge["lr"], huge["status"]) == (1e30, "diverged")
+    assert 1 <= huge["diverged_step"] == huge["updates"] < 20  # stopped at once, in epoch 1
+    assert huge["final_acc"] is None or huge["final_acc"] == huge["val_acc_history"][-1]
+
+
+def test_two_runs_started_together_get_their_own_directories(tmp_path):
+    runs = [start(*QUICK, "trainer.max_epochs=1", cwd=tmp_path) for _ in range(2)]
+    for run in runs:
+        assert run.wait(timeout=300) == 0, run.stderr.read()
+    dirs = sorted((tmp_path / "outputs" / "runs").iterdir())
+    assert len(dirs) == 2 and all((d / "result.json").exists() for d in dirs)
+
+
+def test_a_directory_in_use_is_refused(tmp_path):
+    """A second process on the same run directory stops at once; the first is untouched."""
+    first = start(*LONGER, "trainer.max_epochs=20", f"hydra.run.dir={tmp_path}")
+    try:
+        wait_for(lambda: (tmp_path / "tb").exists() or first.poll() is not None, "the first run")
+        second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
+        assert first.poll() is None, first.stderr.read()
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert second.returncode != 0
+    assert f"RunDirError: {tmp_path} is in use by pid {first.pid}" in second.stderr
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_a_reader_never_sees_half_a_result(tmp_path):
+    """result.json is written beside the old one and renamed over it: a reader polling the file
+    while it is rewritten always parses a whole record, old or new."""
+    from longterm.results import write_result
+
+    write_result(tmp_path, {"version": -1})
+    seen, stop = [], threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            seen.append(read_json(tmp_path / "result.json")["version"])  # raises on half a file
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for version in range(100):
+            write_result(tmp_path, {"version": version, "padding": "x" * 500_000})
+    finally:
+        stop.set()
+        thread.join()
+    assert len(seen) > 10 and seen == sorted(seen)  # whole records, never going back
+    assert read_json(tmp_path / "result.json")["version"] == 99
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left behind
+    assert (tmp_path / "result.json").stat().st_mode & 0o777 == 0o644  # a collector can read it
