@@ -1,9 +1,12 @@
+import os
+import signal
+
 import lightning as L
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from longterm.callbacks import StopOnDivergence, StopWhenSolved
+from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
 
 
 class Scripted(L.LightningModule):
@@ -64,3 +67,51 @@ def test_divergence_stops_at_once():
     callback = StopOnDivergence()
     trainer = fit(Scripted([0.1] * 5, loss=float("nan")), callback)
     assert callback.diverged_step == 1 and trainer.global_step == 1
+
+
+class SignalledAt(Scripted):
+    """Sends this process `signum` in the middle of training step `at` and notes each step end."""
+
+    def __init__(self, signum, at):
+        super().__init__([0.5] * 5)
+        self.signum, self.at, self.ended = signum, at, []
+
+    def training_step(self, batch, batch_idx):
+        if self.global_step == self.at:
+            os.kill(os.getpid(), self.signum)
+        loss = super().training_step(batch, batch_idx)
+        self.ended.append(self.global_step)
+        return loss
+
+
+def test_a_deferred_signal_runs_its_handler_after_the_batch():
+    calls = []
+
+    def requeue(signum, frame):  # what submitit's handler does: note it, then exit
+        calls.append((signum, list(module.ended)))
+        raise SystemExit(3)
+
+    previous = signal.signal(signal.SIGUSR2, requeue)
+    module = SignalledAt(signal.SIGUSR2, at=3)
+    try:
+        with pytest.raises(SystemExit):
+            fit(module, DeferSignal("SIGUSR2"))
+        assert calls == [(signal.SIGUSR2, [0, 1, 2, 3])]  # step 3 ran to its end first
+        assert signal.getsignal(signal.SIGUSR2) is requeue  # the handler is put back
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
+def test_divergence_is_seen_in_the_parameters_too():
+    class Overflowing(Scripted):
+        """The first update's gradient overflows to inf and w becomes -inf; the loss, a sigmoid
+        of it, stays finite."""
+
+        def training_step(self, batch, batch_idx):
+            return (torch.sigmoid(self.w * 3e38) * 10).sum()
+
+    callback = StopOnDivergence()
+    module = Overflowing([0.1] * 5)
+    trainer = fit(module, callback)
+    assert callback.diverged_step == 1 and trainer.global_step == 1
+    assert torch.isinf(module.w).all()

@@ -1,6 +1,7 @@
 """Runs that are exact, survive being killed, preempted or diverging, and never share a directory;
 all through the real entry point, src/train.py."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -174,3 +175,27 @@ def test_a_reader_never_sees_half_a_result(tmp_path):
     assert read_json(tmp_path / "result.json")["version"] == 99
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left behind
     assert (tmp_path / "result.json").stat().st_mode & 0o777 == 0o644  # a collector can read it
+
+
+def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path):
+    """SIGUSR2 is what SLURM sends a submitit job before preemption or its time limit; the local
+    executor handles it the same way: checkpoint the job, exit, start it again."""
+    sweep = start("-m", "launcher=submitit_local", *LONGER, f"hydra.sweep.dir={tmp_path}")
+    try:
+        wait_for(
+            lambda: any(tmp_path.glob("*/checkpoints/last.ckpt")) or sweep.poll() is not None,
+            "the first epoch's checkpoint",
+        )
+        job = next(tmp_path.glob("*/checkpoints/last.ckpt")).parent.parent
+        pid = int((job / ".lock").read_text().split()[1])  # "pid N on host"
+        os.kill(pid, signal.SIGUSR2)
+        assert sweep.wait(timeout=300) == 0, sweep.stderr.read()
+    finally:
+        sweep.kill()
+    result = read_json(job / "result.json")
+    assert result["resumed_at_update"] == 100 and result["status"] == "max_epochs"
+    log = (job / "train.log").read_text()
+    assert "this job is preempted" in log and "Requeued job" in log and "resuming from" in log
+    whole = tmp_path / "whole"
+    assert train_py(*LONGER, f"hydra.run.dir={whole}").returncode == 0
+    assert metrics(job) == metrics(whole)
