@@ -199,3 +199,16 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path):
     whole = tmp_path / "whole"
     assert train_py(*LONGER, f"hydra.run.dir={whole}").returncode == 0
     assert metrics(job) == metrics(whole)
+
+
+def test_slurm_jobs_are_requeued_by_submitit_alone():
+    """launcher=slurm: submitit requeues on time-outs too; Lightning's own requeue is off."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["launcher=slurm"], return_hydra_config=True)
+    assert cfg.hydra.launcher.max_num_timeout == cfg.launcher.max_num_timeout > 0
+    assert cfg.hydra.launcher.signal_delay_s > 0
+    (environment,) = [instantiate(p) for p in cfg.trainer.plugins]
+    assert type(environment).__name__ == "SLURMEnvironment" and not environment.auto_requeue
