@@ -2,6 +2,7 @@
 all through the real entry point, src/train.py."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import QUICK, ROOT, read_json, train_py
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -30,7 +32,7 @@ METRICS = (
 LONGER = [
     "data.batches_per_epoch=100",
     "data.val_size=200",
-    "trainer.max_epochs=3",
+    "trainer.max_epochs=2",
     "trainer.enable_progress_bar=false",
     "trainer.log_every_n_steps=10",
 ]
@@ -68,6 +70,22 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> 
         time.sleep(0.02)
 
 
+def wait_for_file(pattern: str, root: Path, process: subprocess.Popen) -> Path:
+    """The first path under `root` matching `pattern` once it exists; fails if `process` ends."""
+    wait_for(lambda: any(root.glob(pattern)) or process.poll() is not None, pattern)
+    assert process.poll() is None, process.stderr.read()
+    return next(root.glob(pattern))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """The run the interrupted ones must end up equal to: LONGER, never stopped."""
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    out = train_py(*LONGER, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 0, out.stderr
+    return run_dir
+
+
 def test_the_same_command_and_seed_rerun_exactly(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     for run_dir in (first, second):
@@ -81,28 +99,60 @@ def test_the_same_command_and_seed_rerun_exactly(tmp_path):
     assert scalars(other)["train/loss"] != scalars(first)["train/loss"]
 
 
-def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path):
-    killed, whole = tmp_path / "killed", tmp_path / "whole"
-    last = killed / "checkpoints" / "last.ckpt"
-    run = start(*LONGER, f"hydra.run.dir={killed}")
+def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupted):
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    run = start(*LONGER, f"hydra.run.dir={tmp_path}")
     try:
-        wait_for(lambda: last.exists() or run.poll() is not None, "the first epoch's checkpoint")
-        time.sleep(0.5)  # into the second epoch
+        wait_for_file("tb", tmp_path, run)  # the logger starts with the first epoch
+        began = time.monotonic()
+        wait_for_file("checkpoints/last.ckpt", tmp_path, run)
+        time.sleep((time.monotonic() - began) / 2)  # half an epoch into the second
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait()
     assert run.returncode == -signal.SIGKILL, run.stderr.read()
     assert torch.load(last, weights_only=True)["global_step"] == 100  # killed inside epoch 2
-    assert not (killed / "result.json").exists()
+    assert not (tmp_path / "result.json").exists()
 
-    resumed = train_py(*LONGER, f"hydra.run.dir={killed}")
+    resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from" in (killed / "train.log").read_text()
-    assert read_json(killed / "result.json")["resumed_at_update"] == 100
-    assert train_py(*LONGER, f"hydra.run.dir={whole}").returncode == 0
-    assert metrics(killed) == metrics(whole)
-    assert metrics(killed)["updates"] == 300
-    assert scalars(killed) == scalars(whole)  # one continuous curve in the same tb/
+    assert "resuming from" in (tmp_path / "train.log").read_text()
+    assert read_json(tmp_path / "result.json")["resumed_at_update"] == 100
+    assert metrics(tmp_path) == metrics(uninterrupted)
+    assert metrics(tmp_path)["updates"] == 200
+    assert scalars(tmp_path) == scalars(uninterrupted)  # one continuous curve in the same tb/
+
+
+def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
+    """SIGTERM (Ctrl-C, `kill`, a scheduler) ends the run after the current batch with status
+    interrupted and a non-zero exit; the same command then finishes it."""
+    run = start(*LONGER, f"hydra.run.dir={tmp_path}")
+    try:
+        wait_for_file("checkpoints/last.ckpt", tmp_path, run)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) != 0
+    finally:
+        run.kill()
+    stopped = read_json(tmp_path / "result.json")
+    assert stopped["status"] == "interrupted" and 100 <= stopped["updates"] < 200
+    assert stopped["val_acc_history"] and "interrupted:" in run.stderr.read()
+    resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert metrics(tmp_path) == metrics(uninterrupted)
+
+
+def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):
+    args = ["-m", "lr=1e-3,3e-3", *QUICK, "trainer.max_epochs=1", f"hydra.sweep.dir={tmp_path}"]
+    assert train_py(*args).returncode == 0
+    kept, lost = sorted(p.parent for p in tmp_path.glob("*/result.json"))
+    before = (kept / "result.json").read_bytes()
+    shutil.rmtree(lost)  # a job that never ran (or whose directory was lost)
+    again = train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert (kept / "result.json").read_bytes() == before
+    assert len(list((kept / "tb").glob("events.out.tfevents.*"))) == 1  # not trained again
+    assert read_json(lost / "result.json")["status"] == "max_epochs"
+    assert "already max_epochs, not trained again" in (kept / "train.log").read_text()
 
 
 def test_a_finished_run_is_not_trained_again(tmp_path):
@@ -140,7 +190,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
     """A second process on the same run directory stops at once; the first is untouched."""
     first = start(*LONGER, "trainer.max_epochs=20", f"hydra.run.dir={tmp_path}")
     try:
-        wait_for(lambda: (tmp_path / "tb").exists() or first.poll() is not None, "the first run")
+        wait_for_file("tb", tmp_path, first)
         second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
         assert first.poll() is None, first.stderr.read()
     finally:
@@ -177,16 +227,12 @@ def test_a_reader_never_sees_half_a_result(tmp_path):
     assert (tmp_path / "result.json").stat().st_mode & 0o777 == 0o644  # a collector can read it
 
 
-def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path):
+def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted):
     """SIGUSR2 is what SLURM sends a submitit job before preemption or its time limit; the local
     executor handles it the same way: checkpoint the job, exit, start it again."""
     sweep = start("-m", "launcher=submitit_local", *LONGER, f"hydra.sweep.dir={tmp_path}")
     try:
-        wait_for(
-            lambda: any(tmp_path.glob("*/checkpoints/last.ckpt")) or sweep.poll() is not None,
-            "the first epoch's checkpoint",
-        )
-        job = next(tmp_path.glob("*/checkpoints/last.ckpt")).parent.parent
+        job = wait_for_file("*/checkpoints/last.ckpt", tmp_path, sweep).parent.parent
         pid = int((job / ".lock").read_text().split()[1])  # "pid N on host"
         os.kill(pid, signal.SIGUSR2)
         assert sweep.wait(timeout=300) == 0, sweep.stderr.read()
@@ -196,9 +242,7 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path):
     assert result["resumed_at_update"] == 100 and result["status"] == "max_epochs"
     log = (job / "train.log").read_text()
     assert "this job is preempted" in log and "Requeued job" in log and "resuming from" in log
-    whole = tmp_path / "whole"
-    assert train_py(*LONGER, f"hydra.run.dir={whole}").returncode == 0
-    assert metrics(job) == metrics(whole)
+    assert metrics(job) == metrics(uninterrupted)
 
 
 def test_slurm_jobs_are_requeued_by_submitit_alone():

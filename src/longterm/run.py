@@ -174,6 +174,8 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             wall_time_s=time.perf_counter() - start,
         )
         write_result(run_dir, result)
+        if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
+            raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
         raise
     result.update(outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start)
     write_result(run_dir, result)
