@@ -4,6 +4,7 @@ import signal
 import lightning as L
 import pytest
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
 from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
@@ -27,18 +28,19 @@ class Scripted(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def fit(module, callback, epochs=5):
+def fit(module, callback, epochs=5, checkpoints=None, ckpt_path=None):
     loader = DataLoader(torch.zeros(4, 1), batch_size=2)
+    saving = [] if checkpoints is None else [ModelCheckpoint(dirpath=checkpoints, save_last=True)]
     trainer = L.Trainer(
         max_epochs=epochs,
-        callbacks=[callback],
+        callbacks=[callback, *saving],
         logger=False,
-        enable_checkpointing=False,
+        enable_checkpointing=checkpoints is not None,
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
     )
-    trainer.fit(module, loader, loader)
+    trainer.fit(module, loader, loader, ckpt_path=ckpt_path)
     return trainer
 
 
@@ -47,6 +49,17 @@ def test_stops_when_accuracy_reaches_exactly_one():
     trainer = fit(Scripted([0.5, 0.99, 1.0, 1.0, 1.0]), callback)
     assert callback.solved_epoch == 3 and trainer.current_epoch == 3
     assert callback.history == pytest.approx([0.5, 0.99, 1.0])
+
+
+@pytest.mark.filterwarnings("ignore:Checkpoint directory .* exists and is not empty")
+def test_a_solved_run_resumed_from_its_checkpoint_trains_no_further(tmp_path):
+    """Killed after its last checkpoint but before result.json: the rerun stops at once."""
+    fit(Scripted([0.5, 1.0, 1.0, 1.0, 1.0]), StopWhenSolved(), checkpoints=tmp_path)
+    callback = StopWhenSolved()
+    last = tmp_path / "last.ckpt"
+    trainer = fit(Scripted([0.5] * 5), callback, checkpoints=tmp_path, ckpt_path=last)
+    assert trainer.current_epoch == 2 and trainer.global_step == 4
+    assert callback.solved_epoch == 2 and callback.history == [0.5, 1.0]
 
 
 def test_runs_to_the_limit_below_the_threshold():

@@ -36,6 +36,10 @@ class StopWhenSolved(L.Callback):
                 trainer.logger.log_metrics({"epoch_solved": self.solved_epoch}, trainer.global_step)
             trainer.should_stop = True
 
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.solved_epoch is not None:  # resumed from the checkpoint of a solved run
+            trainer.should_stop = True
+
     def state_dict(self) -> dict:
         return {"history": self.history, "solved_epoch": self.solved_epoch}
 

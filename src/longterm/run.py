@@ -29,6 +29,8 @@ HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
 # Raised inside Lightning 2.6 under torch 2.13; nothing in this project uses the API it names.
 warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
+# A run directory with checkpoints is one being resumed (longterm.rundir), not a mistake.
+warnings.filterwarnings("ignore", ".*Checkpoint directory .* exists and is not empty.*")
 
 
 def not_a_tip(record: logging.LogRecord) -> bool:
