@@ -114,7 +114,8 @@ class SlurmLauncher(SubmititLocalLauncher):
 
 
 class OpenSection(BaseModel):
-    """A section of library options (Lightning's Trainer): only the listed keys are checked."""
+    """A section with library options (Lightning's Trainer, callbacks): only the listed keys are
+    checked."""
 
     model_config = ConfigDict(strict=True, extra="ignore")
 
@@ -131,14 +132,16 @@ def device_choice(value: Any) -> Any:
 
 
 class TrainerSection(OpenSection):
+    """Lightning Trainer options a user sets; Lightning's defaults where a config leaves one out."""
+
     max_epochs: int = Field(ge=1)
-    accelerator: Literal[ACCELERATORS]
-    devices: Annotated[Any, AfterValidator(device_choice)]
-    log_every_n_steps: int = Field(ge=1)
-    num_sanity_val_steps: int = Field(ge=-1)
-    enable_progress_bar: bool
-    enable_model_summary: bool
-    deterministic: Literal[True, False, "warn"]
+    accelerator: Literal[ACCELERATORS] = "auto"
+    devices: Annotated[Any, AfterValidator(device_choice)] = "auto"
+    log_every_n_steps: int = Field(default=50, ge=1)
+    num_sanity_val_steps: int = Field(default=2, ge=-1)
+    enable_progress_bar: bool = True
+    enable_model_summary: bool = True
+    deterministic: Literal[True, False, "warn"] = False
 
 
 class StopWhenSolvedSection(Section):
