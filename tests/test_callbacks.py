@@ -1,9 +1,13 @@
+import os
+import signal
+
 import lightning as L
 import pytest
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
-from longterm.callbacks import StopOnDivergence, StopWhenSolved
+from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
 
 
 class Scripted(L.LightningModule):
@@ -24,18 +28,19 @@ class Scripted(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def fit(module, callback, epochs=5):
+def fit(module, callback, epochs=5, checkpoints=None, ckpt_path=None):
     loader = DataLoader(torch.zeros(4, 1), batch_size=2)
+    saving = [] if checkpoints is None else [ModelCheckpoint(dirpath=checkpoints, save_last=True)]
     trainer = L.Trainer(
         max_epochs=epochs,
-        callbacks=[callback],
+        callbacks=[callback, *saving],
         logger=False,
-        enable_checkpointing=False,
+        enable_checkpointing=checkpoints is not None,
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
     )
-    trainer.fit(module, loader, loader)
+    trainer.fit(module, loader, loader, ckpt_path=ckpt_path)
     return trainer
 
 
@@ -44,6 +49,17 @@ def test_stops_when_accuracy_reaches_exactly_one():
     trainer = fit(Scripted([0.5, 0.99, 1.0, 1.0, 1.0]), callback)
     assert callback.solved_epoch == 3 and trainer.current_epoch == 3
     assert callback.history == pytest.approx([0.5, 0.99, 1.0])
+
+
+@pytest.mark.filterwarnings("ignore:Checkpoint directory .* exists and is not empty")
+def test_a_solved_run_resumed_from_its_checkpoint_trains_no_further(tmp_path):
+    """Killed after its last checkpoint but before result.json: the rerun stops at once."""
+    fit(Scripted([0.5, 1.0, 1.0, 1.0, 1.0]), StopWhenSolved(), checkpoints=tmp_path)
+    callback = StopWhenSolved()
+    last = tmp_path / "last.ckpt"
+    trainer = fit(Scripted([0.5] * 5), callback, checkpoints=tmp_path, ckpt_path=last)
+    assert trainer.current_epoch == 2 and trainer.global_step == 4
+    assert callback.solved_epoch == 2 and callback.history == [0.5, 1.0]
 
 
 def test_runs_to_the_limit_below_the_threshold():
@@ -64,3 +80,51 @@ def test_divergence_stops_at_once():
     callback = StopOnDivergence()
     trainer = fit(Scripted([0.1] * 5, loss=float("nan")), callback)
     assert callback.diverged_step == 1 and trainer.global_step == 1
+
+
+class SignalledAt(Scripted):
+    """Sends this process `signum` in the middle of training step `at` and notes each step end."""
+
+    def __init__(self, signum, at):
+        super().__init__([0.5] * 5)
+        self.signum, self.at, self.ended = signum, at, []
+
+    def training_step(self, batch, batch_idx):
+        if self.global_step == self.at:
+            os.kill(os.getpid(), self.signum)
+        loss = super().training_step(batch, batch_idx)
+        self.ended.append(self.global_step)
+        return loss
+
+
+def test_a_deferred_signal_runs_its_handler_after_the_batch():
+    calls = []
+
+    def requeue(signum, frame):  # what submitit's handler does: note it, then exit
+        calls.append((signum, list(module.ended)))
+        raise SystemExit(3)
+
+    previous = signal.signal(signal.SIGUSR2, requeue)
+    module = SignalledAt(signal.SIGUSR2, at=3)
+    try:
+        with pytest.raises(SystemExit):
+            fit(module, DeferSignal("SIGUSR2"))
+        assert calls == [(signal.SIGUSR2, [0, 1, 2, 3])]  # step 3 ran to its end first
+        assert signal.getsignal(signal.SIGUSR2) is requeue  # the handler is put back
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
+def test_divergence_is_seen_in_the_parameters_too():
+    class Overflowing(Scripted):
+        """The first update's gradient overflows to inf and w becomes -inf; the loss, a sigmoid
+        of it, stays finite."""
+
+        def training_step(self, batch, batch_idx):
+            return (torch.sigmoid(self.w * 3e38) * 10).sum()
+
+    callback = StopOnDivergence()
+    module = Overflowing([0.1] * 5)
+    trainer = fit(module, callback)
+    assert callback.diverged_step == 1 and trainer.global_step == 1
+    assert torch.isinf(module.w).all()

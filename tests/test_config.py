@@ -30,6 +30,8 @@ def test_every_shipped_config_passes():
         ("pool=mean",),
         ("data=variable",),
         ("task=xor", "data.lengths=per_batch"),
+        ("launcher=submitit_local",),
+        ("launcher=slurm", "launcher.partition=gpu", "trainer.devices=[0,1]"),
     ]:
         assert validate(composed(*overrides)).T0 == 50
 

@@ -167,14 +167,42 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
         (["lr=[1e-3"], "'lr=[1e-3' is not a valid override"),
         (["data=variable", "+data.val_size=3"], "data.val_size is not a key of data=variable"),
         (["data.val_batches=3"], "Could not override 'data.val_batches': Key 'val_batches'"),
+        (["T0=10"], "T0=10 is invalid: Input should be greater than or equal to 11"),
+        (["seed=-1"], "seed=-1 is invalid: Input should be greater than or equal to 0"),
+        (["model.hidden=0"], "model.hidden=0 is invalid: Input should be greater than or equal"),
+        (["model.dim=-5"], "model.dim=-5 is invalid"),
+        (["model.init=xavier"], "model.init='xavier' is invalid: Input should be 'paper' or"),
+        (["pool.mask_padding=maybe"], "pool.mask_padding='maybe' is invalid"),
+        (["data.lengths=both"], "data.lengths='both' is invalid"),
+        (["data=variable", "data.min_length=5"], "data.min_length=5 is invalid"),
+        (["data.batch_size=1.5"], "data.batch_size=1.5 is invalid: Input should be a valid int"),
+        (["optim.eps=0"], "optim.eps=0 is invalid: Input should be greater than 0"),
+        (["optim.betas=[0.9,1.5]"], "optim.betas.1=1.5 is invalid: Input should be less than 1"),
+        (["trainer.max_epochs=0"], "trainer.max_epochs=0 is invalid"),
+        (["trainer.accelerator=quantum"], "trainer.accelerator='quantum' is invalid"),
+        (["trainer.devices=0"], "trainer.devices=0 is invalid: Input should be a count >= 1"),
+        (["trainer.deterministic=maybe"], "trainer.deterministic='maybe' is invalid"),
+        (["trainer.log_every_n_steps=0"], "trainer.log_every_n_steps=0 is invalid"),
+        (
+            ["callbacks.stop_when_solved.threshold=1.5"],
+            "callbacks.stop_when_solved.threshold=1.5 is invalid: Input should be less than or",
+        ),
+        (["launcher=cluster"], "launcher='cluster' is invalid: choose one of local, slurm"),
+        (["-m", "launcher=slurm", "launcher.time_min=0"], "launcher.time_min=0 is invalid"),
+        (["-m", "launcher=submitit_local", "launcher.cpus=0,2"], "launcher.cpus=0 is invalid"),
+        (["-m", "launcher=slurm", "launcher.max_num_timeout=-1"], "launcher.max_num_timeout=-1"),
     ],
 )
 def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):
-    out = train_py(*args, cwd=tmp_path)
+    """Each bad command line ends at start-up: one line that begins with the key (or the
+    override) and its value, a non-zero exit, and no run or sweep directory."""
+    run, sweep = tmp_path / "run", tmp_path / "sweep"
+    out = train_py(*args, f"hydra.run.dir={run}", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
     assert out.returncode != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {key}"), out.stderr
-    assert not (tmp_path / "outputs").exists()  # nothing ran, nothing was written
+    assert out.stdout == ""
+    assert not run.exists() and not sweep.exists() and not (tmp_path / "outputs").exists()
 
 
 @pytest.mark.slow

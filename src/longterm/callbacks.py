@@ -1,8 +1,15 @@
-"""Lightning callbacks that decide when a run ends: solved, or diverged."""
+"""Lightning callbacks that decide when a run ends (solved, or diverged) and keep the logs in step
+with the checkpoints."""
 
-import math
+import logging
+import signal as signals
+import threading
+from types import FrameType
 
 import lightning as L
+import torch
+
+log = logging.getLogger(__name__)
 
 
 class StopWhenSolved(L.Callback):
@@ -29,6 +36,10 @@ class StopWhenSolved(L.Callback):
                 trainer.logger.log_metrics({"epoch_solved": self.solved_epoch}, trainer.global_step)
             trainer.should_stop = True
 
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.solved_epoch is not None:  # resumed from the checkpoint of a solved run
+            trainer.should_stop = True
+
     def state_dict(self) -> dict:
         return {"history": self.history, "solved_epoch": self.solved_epoch}
 
@@ -37,13 +48,80 @@ class StopWhenSolved(L.Callback):
 
 
 class StopOnDivergence(L.Callback):
-    """Stop at once when the training loss is not finite; records the global step."""
+    """Stop at once when the training loss or any parameter is not finite.
+
+    Checked after every optimiser update; `diverged_step` is the number of updates done when it
+    was seen (the run's `global_step`). Lightning's EarlyStopping(check_finite=True) only looks
+    at a validation metric once an epoch, and never at the parameters.
+    """
 
     def __init__(self):
         self.diverged_step: int | None = None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
-        if loss is not None and not math.isfinite(float(loss)):
+        finite = [torch.isfinite(p).all() for p in pl_module.parameters()]
+        if loss is not None:
+            finite.append(torch.isfinite(loss.detach()).all())
+        if not bool(torch.stack(finite).all()):  # one device sync per update
             self.diverged_step = trainer.global_step
             trainer.should_stop = True
+
+
+class FlushLoggers(L.Callback):
+    """Flush the loggers whenever a checkpoint is saved.
+
+    TensorBoard's writer buffers events for up to two minutes; a process killed after a
+    checkpoint would otherwise lose metrics that the checkpoint already counts as logged, and a
+    resumed run would have a gap in its curves.
+    """
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint) -> None:
+        for logger in trainer.loggers:
+            logger.save()
+
+
+class DeferSignal(L.Callback):
+    """Run the handler installed for `signal` at the next batch boundary, not mid-statement.
+
+    Under submitit, SIGUSR2 (preemption, or the time limit near) runs submitit's handler, which
+    resubmits the job and calls `sys.exit`: raised wherever the main thread happens to be, inside
+    a logger's queue or a file write, it can leave TensorBoard's writer waiting up to two minutes
+    before the process ends. Lightning defers SIGTERM the same way. A signal that arrives after
+    the last batch is dropped: the run is about to write its result. Does nothing when no Python
+    handler is installed for `signal` (a plain local run).
+    """
+
+    def __init__(self, signal: str = "SIGUSR2"):
+        self.signum = signals.Signals[signal]
+        self.handler = None
+        self.pending: tuple[int, FrameType | None] | None = None
+
+    def _defer(self, signum: int, frame: FrameType | None) -> None:
+        log.info(f"{signals.Signals(signum).name} received; handled after this batch")
+        self.pending = (signum, frame)
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        # Not in on_fit_start: Lightning snapshots every handler after that hook and restores the
+        # snapshot when fit ends, which would leave this deferring handler installed.
+        handler = signals.getsignal(self.signum)
+        if callable(handler) and threading.current_thread() is threading.main_thread():
+            self.handler, self.pending = handler, None
+            signals.signal(self.signum, self._defer)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.pending is not None:
+            pending = self.pending
+            self._restore()
+            self.handler(*pending)  # submitit's: checkpoint the job, requeue, exit
+
+    def _restore(self) -> None:
+        if self.handler is not None:
+            signals.signal(self.signum, self.handler)
+        self.pending = None
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self._restore()
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self._restore()

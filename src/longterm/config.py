@@ -8,7 +8,15 @@ added with `+` is refused. Library sections (trainer) are open: only the listed 
 from typing import Annotated, Any, Literal
 
 from omegaconf import DictConfig, OmegaConf
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from longterm.tasks import MIN_LENGTH, TASKS
 
@@ -17,6 +25,7 @@ from longterm.tasks import MIN_LENGTH, TASKS
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 INITS = ("paper", "torch")  # model.init
 IMPLS = ("reference", "fused")  # model.impl
+ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 
 
 class ConfigError(ValueError):
@@ -81,25 +90,94 @@ class VariableDataSection(DataSection):
         return self
 
 
+class OptimSection(Section):
+    """Adam's other hyperparameters; the learning rate is the top-level `lr`."""
+
+    betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(min_length=2, max_length=2)
+    eps: float = Field(gt=0)
+
+
+class LocalLauncher(Section):
+    name: Literal["local"]
+
+
+class SubmititLocalLauncher(Section):
+    name: Literal["submitit_local"]
+    time_min: int = Field(ge=1)
+    gpus: int = Field(ge=0)
+    cpus: int = Field(ge=1)
+    mem_gb: float = Field(gt=0)
+
+
+class SlurmLauncher(SubmititLocalLauncher):
+    name: Literal["slurm"]
+    partition: str | None
+    max_num_timeout: int = Field(ge=0)
+
+
 class OpenSection(BaseModel):
-    """A section of library options (Lightning's Trainer): only the listed keys are checked."""
+    """A section with library options (Lightning's Trainer, callbacks): only the listed keys are
+    checked."""
 
     model_config = ConfigDict(strict=True, extra="ignore")
 
 
+def device_choice(value: Any) -> Any:
+    """Lightning's `devices`: a count, a list of device indices, or "auto"."""
+    if value == "auto" or (type(value) is int and value >= 1):
+        return value
+    if isinstance(value, list) and value and all(type(i) is int and i >= 0 for i in value):
+        return value
+    raise PydanticCustomError(
+        "devices", "Input should be a count >= 1, a list of device indices or 'auto'"
+    )
+
+
 class TrainerSection(OpenSection):
+    """Lightning Trainer options a user sets; Lightning's defaults where a config leaves one out."""
+
     max_epochs: int = Field(ge=1)
+    accelerator: Literal[ACCELERATORS] = "auto"
+    devices: Annotated[Any, AfterValidator(device_choice)] = "auto"
+    log_every_n_steps: int = Field(default=50, ge=1)
+    num_sanity_val_steps: int = Field(default=2, ge=-1)
+    enable_progress_bar: bool = True
+    enable_model_summary: bool = True
+    deterministic: Literal[True, False, "warn"] = False
+
+
+class StopWhenSolvedSection(Section):
+    monitor: str
+    threshold: float = Field(ge=0, le=1)
+
+
+class CallbacksSection(OpenSection):
+    stop_when_solved: StopWhenSolvedSection
 
 
 class TrainConfig(OpenSection):
     T0: int = Field(ge=MIN_LENGTH, description="shortest sequence length")
     lr: float = Field(gt=0)
     seed: int = Field(ge=0)
+    optim: OptimSection
     task: TaskSection
     pool: PoolSection
     model: ModelSection
     data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
     trainer: TrainerSection
+    callbacks: CallbacksSection
+    launcher: Annotated[
+        LocalLauncher | SubmititLocalLauncher | SlurmLauncher, Field(discriminator="name")
+    ]
+
+
+# Sections chosen from a config group; pydantic puts the choice in an error's location.
+TAGGED = ("data", "launcher")
+
+
+def plain(value: Any) -> Any:
+    """A config value as Python data, resolved."""
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def schema_fields(cfg: DictConfig) -> dict[str, Any]:
@@ -111,19 +189,19 @@ def schema_fields(cfg: DictConfig) -> dict[str, Any]:
             continue
         schema = field.annotation
         if isinstance(schema, type) and issubclass(schema, OpenSection):
-            picked[name] = {k: cfg[name][k] for k in schema.model_fields if k in cfg[name]}
-        elif OmegaConf.is_config(cfg[name]):
-            picked[name] = OmegaConf.to_container(cfg[name], resolve=True)
+            picked[name] = {k: plain(cfg[name][k]) for k in schema.model_fields if k in cfg[name]}
         else:
-            picked[name] = cfg[name]
+            picked[name] = plain(cfg[name])
     return picked
 
 
-def location(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
-    """A dotted key from a pydantic error location, without the union's tag (`data.fixed.T0`)."""
+def location(loc: tuple[int | str, ...], fields: dict[str, Any]) -> str:
+    """A dotted key from a pydantic error location, without a union's tag (`data.fixed.T0`)."""
     parts = [str(p) for p in loc]
-    if len(parts) > 1 and parts[0] == "data" and parts[1] == str(data.get("name")):
-        del parts[1]
+    if len(parts) > 1 and parts[0] in TAGGED:
+        section = fields.get(parts[0])
+        if isinstance(section, dict) and parts[1] == str(section.get("name")):
+            del parts[1]
     return ".".join(parts)
 
 
@@ -135,7 +213,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
         return TrainConfig.model_validate(fields)
     except ValidationError as e:
         err = e.errors()[0]
-        key = location(err["loc"], fields.get("data") or {})
+        key = location(err["loc"], fields)
         if err["type"] == "value_error":  # a rule across keys, from a model_validator
             raise ConfigError(f"{key}: {err['msg'].removeprefix('Value error, ')}") from None
         if err["type"] == "extra_forbidden":

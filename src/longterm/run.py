@@ -9,6 +9,7 @@ from typing import Any
 
 import lightning as L
 from hydra.utils import instantiate
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
 from torch.utils.tensorboard.summary import hparams
@@ -16,7 +17,8 @@ from torch.utils.tensorboard.summary import hparams
 from longterm.callbacks import StopOnDivergence, StopWhenSolved
 from longterm.config import validate
 from longterm.module import MemoryTaskModule
-from longterm.results import git_commit, machine, write_result
+from longterm.results import RESULT_FILE, git_commit, machine, write_result
+from longterm.rundir import RunDirError, checkpoint_step, claim, finished
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,8 @@ HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
 # Raised inside Lightning 2.6 under torch 2.13; nothing in this project uses the API it names.
 warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
+# A run directory with checkpoints is one being resumed (longterm.rundir), not a mistake.
+warnings.filterwarnings("ignore", ".*Checkpoint directory .* exists and is not empty.*")
 
 
 def not_a_tip(record: logging.LogRecord) -> bool:
@@ -96,22 +100,63 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
-    """Fit one run in `cfg.run_dir`; return (and write) its result record."""
+    """Fit one run in `cfg.run_dir`; return (and write) its result record.
+
+    The same command in the same directory continues the run: a finished run (see
+    `rundir.FINAL_STATUSES`) is returned as it is, an unfinished one resumes from its last
+    checkpoint. One process at a time holds the directory.
+    """
     validate(cfg)
     quiet_library_logs()
     run_dir = Path(cfg.run_dir)
+    with claim(run_dir):
+        done = finished(run_dir)
+        if done is None:
+            return fit(cfg, run_dir)
+        conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
+        if conflicts:
+            raise RunDirError(
+                f"{run_dir} holds a finished run with other settings "
+                f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
+                "another directory"
+            )
+        log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
+        return done
+
+
+def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
+    """The `last.ckpt` that the checkpoint callback wrote in an earlier process, if any."""
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.save_last and callback.dirpath:
+            name = callback.CHECKPOINT_NAME_LAST + callback.FILE_EXTENSION
+            path = Path(callback.dirpath) / name
+            if path.exists():
+                return path
+    return None
+
+
+def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """Build the parts, fit (from the last checkpoint when there is one), write result.json."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
-    logger = instantiate(cfg.logger)
+    ckpt = last_checkpoint(callbacks)
+    resumed_at = None if ckpt is None else checkpoint_step(ckpt)
+    # Events from `resumed_at` on (the interrupted epoch; an epoch's validation is logged at the
+    # step before) came from the process that stopped and are logged again: the writer marks
+    # them stale, so TensorBoard shows one continuous curve in the same tb/.
+    logger = instantiate(cfg.logger, **({} if ckpt is None else {"purge_step": resumed_at}))
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
     params = run_params(cfg)
     log_hparams(logger, params)
+    if ckpt is not None:
+        log.info(f"resuming from {ckpt} after {resumed_at} updates")
 
     result: dict[str, Any] = {
         **params,
         "status": "failed",
+        "resumed_at_update": resumed_at,
         "n_params": sum(p.numel() for p in module.parameters()),
         "git_commit": git_commit(),
         "machine": machine(),
@@ -120,17 +165,26 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     }
     start = time.perf_counter()
     try:
-        trainer.fit(module, datamodule=datamodule)
-    except Exception as e:
-        result.update(error=f"{type(e).__name__}: {e}", wall_time_s=time.perf_counter() - start)
+        trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt)
+    except BaseException as e:
+        # An exception is a failure; SystemExit and KeyboardInterrupt (a signal, a requeue) an
+        # interruption. Neither is final: the same command resumes from the last checkpoint.
+        result.update(
+            outcome(trainer, callbacks),
+            status="failed" if isinstance(e, Exception) else "interrupted",
+            error=f"{type(e).__name__}: {e}",
+            wall_time_s=time.perf_counter() - start,
+        )
         write_result(run_dir, result)
+        if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
+            raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
         raise
     result.update(outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start)
     write_result(run_dir, result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
     log.info(
         f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "
-        f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / 'result.json'}"
+        f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
     )
     return result
 

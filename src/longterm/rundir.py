@@ -1,0 +1,64 @@
+"""A run directory's state between processes: who holds it, whether its run has finished, and
+where a killed or requeued run resumes from.
+
+One process at a time owns a run directory: `claim` takes an exclusive `flock` on
+`<run_dir>/.lock`. The kernel drops the lock when the process dies (even by SIGKILL), so a rerun
+of the same command after a crash or a requeue gets the directory back, while a second live
+process is refused at once. An `O_EXCL` lock file would instead outlive a killed process and need
+stale-lock guessing, which is why the lock is `flock` and not a file that must be removed.
+"""
+
+import fcntl
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from longterm.results import RESULT_FILE, read_result
+
+LOCK_FILE = ".lock"
+# A run that ended with one of these is complete: rerunning its command does not train it again.
+FINAL_STATUSES = ("solved", "max_epochs", "diverged")
+
+
+class RunDirError(RuntimeError):
+    """A run directory held by another live process, or by a run of other settings."""
+
+
+@contextmanager
+def claim(run_dir: str | Path) -> Iterator[Path]:
+    """Hold `run_dir` for this process; raise RunDirError if another live process holds it."""
+    path = Path(run_dir) / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+            raise RunDirError(
+                f"{run_dir} is in use by {holder}: wait for it to end, or give this run "
+                "another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def finished(run_dir: str | Path) -> dict[str, Any] | None:
+    """The result of a completed run in `run_dir` (status in FINAL_STATUSES), else None."""
+    if not (Path(run_dir) / RESULT_FILE).exists():
+        return None
+    result = read_result(run_dir)
+    return result if result.get("status") in FINAL_STATUSES else None
+
+
+def checkpoint_step(path: str | Path) -> int:
+    """The number of optimiser updates stored in a Lightning checkpoint."""
+    import torch
+
+    return int(torch.load(path, map_location="cpu", weights_only=True)["global_step"])

@@ -1,0 +1,259 @@
+"""Runs that are exact, survive being killed, preempted or diverging, and never share a directory;
+all through the real entry point, src/train.py."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import QUICK, ROOT, read_json, train_py
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+# What a run measured; everything else in result.json says where, when and how long.
+METRICS = (
+    "status",
+    "epochs",
+    "updates",
+    "epoch_solved",
+    "diverged_step",
+    "best_acc",
+    "final_acc",
+    "val_acc_history",
+    "n_params",
+)
+# Epochs long enough that a process can be stopped part-way through one (about 2 s each).
+LONGER = [
+    "data.batches_per_epoch=100",
+    "data.val_size=200",
+    "trainer.max_epochs=2",
+    "trainer.enable_progress_bar=false",
+    "trainer.log_every_n_steps=10",
+]
+
+
+def metrics(run_dir: Path) -> dict:
+    result = read_json(run_dir / "result.json")
+    return {k: result[k] for k in METRICS}
+
+
+def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar TensorBoard shows for the run, as (step, value), stale events purged."""
+    events = EventAccumulator(str(run_dir / "tb"))
+    events.Reload()
+    return {
+        tag: [(s.step, s.value) for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]
+    }
+
+
+def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
+    """Start src/train.py without waiting for it."""
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "src" / "train.py"), *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def wait_for_file(pattern: str, root: Path, process: subprocess.Popen) -> Path:
+    """The first path under `root` matching `pattern` once it exists; fails if `process` ends."""
+    wait_for(lambda: any(root.glob(pattern)) or process.poll() is not None, pattern)
+    assert process.poll() is None, process.stderr.read()
+    return next(root.glob(pattern))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> Path:
+    """The run the interrupted ones must end up equal to: LONGER, never stopped."""
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    out = train_py(*LONGER, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 0, out.stderr
+    return run_dir
+
+
+def record(run_dir: Path) -> str:
+    """result.json without what differs between two identical runs: wall time and directory."""
+    result = read_json(run_dir / "result.json")
+    del result["wall_time_s"]
+    return json.dumps(result).replace(str(run_dir), "<run_dir>")
+
+
+def test_the_same_command_and_seed_rerun_exactly(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for run_dir in (first, second):
+        out = train_py(*QUICK, "seed=7", f"hydra.run.dir={run_dir}")
+        assert out.returncode == 0, out.stderr
+    assert record(first) == record(second)
+    assert metrics(first)["val_acc_history"]  # the comparison saw measurements
+    assert scalars(first) == scalars(second)
+    assert len(scalars(first)["train/loss"]) == 4  # the comparison saw the curves
+    other = tmp_path / "other_seed"
+    assert train_py(*QUICK, "seed=8", f"hydra.run.dir={other}").returncode == 0
+    assert scalars(other)["train/loss"] != scalars(first)["train/loss"]
+
+
+def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupted):
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    run = start(*LONGER, f"hydra.run.dir={tmp_path}")
+    try:
+        wait_for_file("tb", tmp_path, run)  # the logger starts with the first epoch
+        began = time.monotonic()
+        wait_for_file("checkpoints/last.ckpt", tmp_path, run)
+        # Into the second epoch, well before its end even if the machine speeds up meanwhile.
+        time.sleep(min((time.monotonic() - began) / 4, 0.5))
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    assert run.returncode == -signal.SIGKILL, run.stderr.read()
+    assert torch.load(last, weights_only=True)["global_step"] == 100  # killed inside epoch 2
+    assert not (tmp_path / "result.json").exists()
+
+    resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from" in (tmp_path / "train.log").read_text()
+    assert read_json(tmp_path / "result.json")["resumed_at_update"] == 100
+    assert metrics(tmp_path) == metrics(uninterrupted)
+    assert metrics(tmp_path)["updates"] == 200
+    assert scalars(tmp_path) == scalars(uninterrupted)  # one continuous curve in the same tb/
+
+
+def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
+    """SIGTERM (Ctrl-C, `kill`, a scheduler) ends the run after the current batch with status
+    interrupted and a non-zero exit; the same command then finishes it."""
+    run = start(*LONGER, f"hydra.run.dir={tmp_path}")
+    try:
+        wait_for_file("checkpoints/last.ckpt", tmp_path, run)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) != 0
+    finally:
+        run.kill()
+    stopped = read_json(tmp_path / "result.json")
+    assert stopped["status"] == "interrupted" and 100 <= stopped["updates"] < 200
+    assert stopped["val_acc_history"] and "interrupted:" in run.stderr.read()
+    resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
+    assert resumed.returncode == 0, resumed.stderr
+    assert metrics(tmp_path) == metrics(uninterrupted)
+
+
+def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):
+    """Finished jobs are left as they are, missing ones run; a finished directory refuses a
+    command with other settings."""
+    args = ["-m", "lr=1e-3,3e-3", *QUICK, "trainer.max_epochs=1", f"hydra.sweep.dir={tmp_path}"]
+    assert train_py(*args).returncode == 0
+    kept, lost = sorted(p.parent for p in tmp_path.glob("*/result.json"))
+    before = (kept / "result.json").read_bytes()
+    shutil.rmtree(lost)  # a job that never ran (or whose directory was lost)
+    again = train_py(*args)
+    assert again.returncode == 0, again.stderr
+    assert (kept / "result.json").read_bytes() == before
+    assert len(list((kept / "tb").glob("events.out.tfevents.*"))) == 1  # not trained again
+    assert read_json(lost / "result.json")["status"] == "max_epochs"
+    assert "already max_epochs, not trained again" in (kept / "train.log").read_text()
+    other = train_py(*QUICK, "trainer.max_epochs=1", "lr=1e-2", f"hydra.run.dir='{kept}'")
+    assert other.returncode != 0 and "holds a finished run with other settings (lr=" in other.stderr
+
+
+def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
+    out = train_py("-m", "lr=1e-3,1e30", *QUICK, f"hydra.sweep.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    sane, huge = (read_json(p) for p in sorted(tmp_path.glob("*/result.json")))
+    assert (sane["lr"], sane["status"], sane["updates"]) == (1e-3, "max_epochs", 40)
+    assert (huge["lr"], huge["status"]) == (1e30, "diverged")
+    assert 1 <= huge["diverged_step"] == huge["updates"] < 20  # stopped at once, in epoch 1
+    assert huge["final_acc"] is None or huge["final_acc"] == huge["val_acc_history"][-1]
+
+
+def test_two_runs_started_together_get_their_own_directories(tmp_path):
+    runs = [start(*QUICK, "trainer.max_epochs=1", cwd=tmp_path) for _ in range(2)]
+    for run in runs:
+        assert run.wait(timeout=300) == 0, run.stderr.read()
+    dirs = sorted((tmp_path / "outputs" / "runs").iterdir())
+    assert len(dirs) == 2 and all((d / "result.json").exists() for d in dirs)
+
+
+def test_a_directory_in_use_is_refused(tmp_path):
+    """A second process on the same run directory stops at once; the first is untouched."""
+    first = start(*LONGER, "trainer.max_epochs=100", f"hydra.run.dir={tmp_path}")
+    try:
+        wait_for_file("tb", tmp_path, first)
+        second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
+        assert first.poll() is None, first.stderr.read()
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert second.returncode != 0
+    assert f"RunDirError: {tmp_path} is in use by pid {first.pid}" in second.stderr
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_a_reader_never_sees_half_a_result(tmp_path):
+    """result.json is written beside the old one and renamed over it: a reader polling the file
+    while it is rewritten always parses a whole record, old or new."""
+    from longterm.results import write_result
+
+    write_result(tmp_path, {"version": -1})
+    seen, stop = [], threading.Event()
+
+    def reader() -> None:
+        while not stop.is_set():
+            seen.append(read_json(tmp_path / "result.json")["version"])  # raises on half a file
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for version in range(100):
+            write_result(tmp_path, {"version": version, "padding": "x" * 500_000})
+    finally:
+        stop.set()
+        thread.join()
+    assert len(seen) > 10 and seen == sorted(seen)  # whole records, never going back
+    assert read_json(tmp_path / "result.json")["version"] == 99
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left behind
+    assert (tmp_path / "result.json").stat().st_mode & 0o777 == 0o644  # a collector can read it
+
+
+def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted):
+    """SIGUSR2 is what SLURM sends a submitit job before preemption or its time limit; the local
+    executor handles it the same way: checkpoint the job, exit, start it again."""
+    sweep = start("-m", "launcher=submitit_local", *LONGER, f"hydra.sweep.dir={tmp_path}")
+    try:
+        job = wait_for_file("*/checkpoints/last.ckpt", tmp_path, sweep).parent.parent
+        pid = int((job / ".lock").read_text().split()[1])  # "pid N on host"
+        os.kill(pid, signal.SIGUSR2)
+        assert sweep.wait(timeout=300) == 0, sweep.stderr.read()
+    finally:
+        sweep.kill()
+    result = read_json(job / "result.json")
+    assert result["resumed_at_update"] == 100 and result["status"] == "max_epochs"
+    log = (job / "train.log").read_text()
+    assert "this job is preempted" in log and "Requeued job" in log and "resuming from" in log
+    assert metrics(job) == metrics(uninterrupted)
+
+
+def test_slurm_jobs_are_requeued_by_submitit_alone():
+    """launcher=slurm: submitit requeues on time-outs too; Lightning's own requeue is off."""
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["launcher=slurm"], return_hydra_config=True)
+    assert cfg.hydra.launcher.max_num_timeout == cfg.launcher.max_num_timeout > 0
+    assert cfg.hydra.launcher.signal_delay_s > 0
+    (environment,) = [instantiate(p) for p in cfg.trainer.plugins]
+    assert type(environment).__name__ == "SLURMEnvironment" and not environment.auto_requeue
