@@ -73,9 +73,9 @@ class EncodePool(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, keep, W, b, w, bw, slope, attention, backend, chunk):
         if backend == "cpu":
-            forward, _ = fused_cpu.kernels(W.shape[1], W.shape[0])
             xa, ka, Wa, ba, wa = arrays(x, keep, W.t().flatten(), b, w)
-            outputs = forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
+            kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
+            outputs = kernels.forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
             c, e, m, s = (torch.from_numpy(a) for a in outputs)
         else:
             c, e, m, s = chunked_forward(x, keep, W, b, slope, w, bw, attention, chunk)
@@ -92,10 +92,10 @@ class EncodePool(torch.autograd.Function):
         alpha = torch.exp(e - m.unsqueeze(1)) / s.unsqueeze(1) * keep
         q = alpha * (1 - e * e) if attention else torch.zeros_like(alpha)
         if backend == "cpu":
-            _, backward = fused_cpu.kernels(W.shape[1], W.shape[0])
             args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
             need_dx = ctx.needs_input_grad[0]
-            outputs = backward(*args[:5], slope, *args[5:], attention, need_dx)
+            kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
+            outputs = kernels.backward(*args[:5], slope, *args[5:], attention, need_dx)
             grads = (torch.as_tensor(a) for a in outputs)
             dx, dWt, db, dw, dbw = grads
             dW = dWt.view(W.shape[1], W.shape[0]).t()
