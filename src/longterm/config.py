@@ -16,6 +16,9 @@ from longterm.tasks import MIN_LENGTH, TASKS
 # fails in about a second.
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 INITS = ("paper", "torch")  # model.init
+MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # model.name
+POOLS = ("attention", "mean", "last")  # pool.name
+LOSSES = ("mse", "cross_entropy")  # task.loss
 
 
 class ConfigError(ValueError):
@@ -33,15 +36,26 @@ class TaskSection(Section):
     name: Literal[TASKS]
     n_features: int = Field(ge=1)
     n_outputs: int = Field(ge=1)
+    loss: Literal[LOSSES]
+    params: dict[str, int]  # the generator's own keys (associative_recall: k)
+
+    @model_validator(mode="after")
+    def outputs_fit_the_loss(self) -> "TaskSection":
+        if (self.loss == "mse") != (self.n_outputs == 1):
+            raise ValueError(
+                f"loss={self.loss} needs n_outputs {'= 1' if self.loss == 'mse' else '>= 2'},"
+                f" got {self.n_outputs}"
+            )
+        return self
 
 
 class PoolSection(Section):
-    name: Literal["attention", "mean"]
+    name: Literal[POOLS]
     mask_padding: bool
 
 
 class ModelSection(Section):
-    name: Literal["feedforward"]
+    name: Literal[MODELS]
     dim: int = Field(ge=1)
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
@@ -54,6 +68,7 @@ class DataSection(Section):
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
     num_workers: int = Field(ge=0)
+    task_params: dict[str, int]
 
 
 class FixedDataSection(DataSection):
