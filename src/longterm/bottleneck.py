@@ -126,9 +126,13 @@ def by_distance(df: pd.DataFrame, distances: list[int]) -> pd.DataFrame:
         column=[label(m, d, lam) for m, d, lam in zip(df.memory, df.d, df["lambda"], strict=True)]
     ).pivot(index="distance", columns="column", values="recall")
     columns = [label("state", d, lam) for lam in LAMBDAS for d in DIMS]
-    return (100 * wide.loc[distances, columns + [label("attention", d, None) for d in DIMS]]).round(
-        1
-    )
+    columns += [label("attention", d, None) for d in DIMS]
+    return wide.loc[distances, columns].map(pct)
+
+
+def pct(rate: float) -> str:
+    """A rate as a percentage with one decimal, the same way in every table and sentence."""
+    return f"{100 * rate:.1f}"
 
 
 def agrees(published: float, measured: float, trials: int) -> bool:
@@ -148,8 +152,8 @@ def comparison(df: pd.DataFrame, trials: int) -> pd.DataFrame:
                 "memory": label(memory, d, lam),
                 "distance": distance,
                 "published %": 100 * published,
-                "measured %": round(100 * row.recall, 1),
-                "predicted %": "" if lam is None else f"{100 * row.predicted:.1f}",
+                "measured %": pct(row.recall),
+                "predicted %": "" if lam is None else pct(row.predicted),
                 "agrees": agrees(published, row.recall, trials),
             }
         )
@@ -204,7 +208,7 @@ every token and scores max_j <x, x_j> with the same rule.
 
 ## Recall (%) by distance back from the last token (distance 1 = the token before the last)
 
-{by_distance(df, distances).to_markdown()}
+{by_distance(df, distances).to_markdown(disable_numparse=True)}
 
 False alarms (never-seen tokens recognised), %: {
         ", ".join(
@@ -219,7 +223,7 @@ False alarms (never-seen tokens recognised), %: {
 distance k adds λ^k to its own score, while never-seen tokens score N(0, S/d),
 S = Σ_(m<40) λ^(2m).
 
-{table.to_markdown(index=False)}
+{table.to_markdown(index=False, disable_numparse=True)}
 
 "agrees": within 3 standard errors of the published rate over {trials} trials, or within 1
 percentage point. Agree: {
@@ -233,12 +237,12 @@ Differ: {
 - d=32, λ=0.8, distance 8 does not reach the published value under this protocol: the token's
   signal λ^8 = {0.8**8:.3f} is {0.8**8 / math.sqrt(S / 32):.2f} SD of the never-seen scores
   (SD √(S/d) = {math.sqrt(S / 32):.3f}), so it clears the {Z} SD threshold in about
-  {100 * d32.predicted:.1f}% of trials (measured {100 * d32.recall:.1f}%). The published value at
-  that point equals what the protocol gives at d=128 ({100 * d128.recall:.1f}% measured,
-  {100 * d128.predicted:.1f}% predicted), where the same signal is
+  {pct(d32.predicted)}% of trials (measured {pct(d32.recall)}%). The published value at
+  that point equals what the protocol gives at d=128 ({pct(d128.recall)}% measured,
+  {pct(d128.predicted)}% predicted), where the same signal is
   {0.8**8 / math.sqrt(S / 128):.2f} SD.
-- Attention does not depend on distance. At d=128 it recognises {100 * att128.recall:.1f}% of
-  tokens; at d=32 {100 * att32.recall:.1f}%: a seen token's best score is its own squared norm,
+- Attention does not depend on distance. At d=128 it recognises {pct(att128.recall)}% of
+  tokens; at d=32 {pct(att32.recall)}%: a seen token's best score is its own squared norm,
   |x|² ~ χ²_d / d, whose spread (SD √(2/d)) is wide at d=32, and the maximum of 40 never-seen
   scores is skewed, so mean + {Z} SD lets through {100 * att32.false_alarms:.2f}% of never-seen
   tokens and still misses the seen tokens of smallest norm. The published 100% holds for d=128.
