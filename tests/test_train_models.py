@@ -93,6 +93,14 @@ def test_new_tasks_with_other_data_and_readouts(tmp_path, args, expected):
             "task: loss=cross_entropy needs n_outputs >= 2",
         ),
         (["task=addition", "task.n_outputs=2"], "task: loss=mse needs n_outputs = 1"),
+        (
+            ["task=associative_recall", "task.params.k=8", "T0=12"],
+            "task.params={'k': 8} is invalid: associative_recall: k=8 needs length >= 17, got 12",
+        ),
+        (
+            ["task=addition", "+task.params.k=2"],
+            "task.params={'k': 2} is invalid: generate_marked()",
+        ),
         (["arch=transformer"], "arch='transformer' is invalid: choose one of attention"),
     ],
 )

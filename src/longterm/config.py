@@ -7,10 +7,11 @@ added with `+` is refused. Library sections (trainer) are open: only the listed 
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from longterm.tasks import MIN_LENGTH, TASKS
+from longterm.tasks import MIN_LENGTH, TASKS, generate
 
 # Allowed values of choice keys. This module imports no torch or Lightning, so a bad command line
 # fails in about a second.
@@ -145,7 +146,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
     fields = schema_fields(cfg)
     try:
-        return TrainConfig.model_validate(fields)
+        checked = TrainConfig.model_validate(fields)
     except ValidationError as e:
         err = e.errors()[0]
         key = location(err["loc"], fields.get("data") or {})
@@ -159,3 +160,15 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
                 f"remove it or choose a {section} config that has it"
             ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
+    check_task_params(checked)
+    return checked
+
+
+def check_task_params(cfg: TrainConfig) -> None:
+    """The task's generator accepts `task.params` at the shortest length the data asks for
+    (associative_recall: k pairs need 2k + 1 steps); one sequence is drawn to find out."""
+    shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
+    try:
+        generate(cfg.task.name, np.random.RandomState(0), shortest, 1, **cfg.task.params)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"task.params={cfg.task.params} is invalid: {e}") from None
