@@ -42,21 +42,19 @@ def test_references_on_a_large_validation_set():
 
 
 def test_table_from_a_small_battery(tmp_path: Path):
-    out = train_py(
-        "experiment=order_battery",
-        "arch=mean,linear_memory",
-        "task=temporal_order,addition",
-        "T0=20",
-        "data.batches_per_epoch=2",
-        "data.val_size=200",
-        "trainer.max_epochs=1",
-        f"hydra.sweep.dir={tmp_path}",
-    )
-    assert out.returncode == 0, out.stderr
+    tiny = ["T0=20", "data.batches_per_epoch=2", "data.val_size=200", "trainer.max_epochs=1"]
+    sweep = f"hydra.sweep.dir={tmp_path}"
+    first = ["experiment=order_battery", "arch=mean,linear_memory", "task=temporal_order,addition"]
+    second = [*RECALL[:2], "task.params.k=1,2", "arch=mean"]
+    for command in (first, second):
+        out = train_py(*command, *tiny, sweep)
+        assert out.returncode == 0, out.stderr
     runs = load([tmp_path])
     assert sorted(zip(runs.task, runs.arch, strict=True)) == [
         ("addition", "linear_memory"),
         ("addition", "mean"),
+        ("associative_recall k=1", "mean"),
+        ("associative_recall k=2", "mean"),
         ("temporal_order", "linear_memory"),
         ("temporal_order", "mean"),
     ]
@@ -64,5 +62,7 @@ def test_table_from_a_small_battery(tmp_path: Path):
     text = (tmp_path / "table.md").read_text()
     mean_to = runs[(runs.task == "temporal_order") & (runs.arch == "mean")].best_acc.iloc[0]
     row = next(line for line in text.splitlines() if line.startswith("| temporal_order"))
-    assert f"{100 * mean_to:.1f}" in row and "4 runs" in text
+    assert f"{100 * mean_to:.1f}" in row and "6 runs" in text
     assert "linear_memory" in text and "order-blind ceiling" in text
+    assert f"Temporal order: mean {100 * mean_to:.1f}%" in text
+    assert "Associative recall, mean: below 90.0% from k = 1 (k=1: " in text  # 2 updates only

@@ -56,7 +56,11 @@ def load(dirs: list[Path]) -> pd.DataFrame:
                 "loss": r["loss"],
             }
         )
-    return pd.DataFrame(rows)
+    rank = {arch: i for i, arch in enumerate(ARCHS.values())}
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    return df.sort_values(["arch", "task"], key=lambda c: c.map(rank) if c.name == "arch" else c)
 
 
 def references(data: dict, loss: str) -> tuple[float | None, float | None]:
@@ -89,6 +93,35 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     acc["chance"] = pd.Series([pct(c) for c, _ in chance_ceiling], index=refs.index)
     acc["order-blind ceiling"] = pd.Series([pct(o) for _, o in chance_ceiling], index=refs.index)
     return acc
+
+
+RECALLED = 0.9  # "recalls" on associative recall: best validation accuracy at least this
+
+
+def findings(df: pd.DataFrame) -> list[str]:
+    """Sentences read off the runs: temporal order against its ceiling, recall as k grows."""
+    lines = []
+    order = df[df.task == "temporal_order"]
+    if not order.empty:
+        _, ceiling = references(order.data.iloc[0], "cross_entropy")
+        accs = ", ".join(f"{r.arch} {pct(r.best_acc)}%" for r in order.itertuples())
+        solved = ", ".join(order[order.status == "solved"].arch) or "none"
+        lines.append(
+            f"Temporal order: {accs}; the order-blind ceiling on this validation set is "
+            f"{pct(ceiling)}%; solved by: {solved}."
+        )
+    recall = df[df.task.str.startswith("associative_recall")]
+    for arch, runs in recall.groupby("arch", sort=False):
+        runs = runs.assign(k=runs.task.str.extract(r"k=(\d+)")[0].astype(int)).sort_values("k")
+        failed = runs[runs.best_acc < RECALLED]
+        where = (
+            f"below {pct(RECALLED)}% from k = {failed.k.iloc[0]}"
+            if len(failed)
+            else (f"at least {pct(RECALLED)}% up to k = {runs.k.max()}")
+        )
+        accs = ", ".join(f"k={r.k}: {pct(r.best_acc)}%" for r in runs.itertuples())
+        lines.append(f"Associative recall, {arch}: {where} ({accs}).")
+    return lines
 
 
 def report(df: pd.DataFrame, dirs: list[Path]) -> str:
@@ -126,6 +159,8 @@ best predictor from the number of X and Y alone, on the same validation set.
 {table(df).to_markdown(disable_numparse=True)}
 
 Solved (100%): {solved_at or "none"}.
+
+{chr(10).join(f"- {line}" for line in findings(df))}
 
 ## Wall time per run (s)
 
