@@ -83,11 +83,15 @@ def pct(value: float | None) -> str:
     return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
 
 
+def archs(df: pd.DataFrame) -> list[str]:
+    """The architectures of the runs, in the order of ARCHS."""
+    order = [a for a in ARCHS.values() if a in set(df.arch)]
+    return order + sorted(set(df.arch) - set(order))
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """Best validation accuracy (%) by task and architecture, with the references."""
-    order = [a for a in ARCHS.values() if a in set(df.arch)]
-    order += sorted(set(df.arch) - set(order))
-    acc = df.pivot(index="task", columns="arch", values="best_acc")[order].map(pct)
+    acc = df.pivot(index="task", columns="arch", values="best_acc")[archs(df)].map(pct)
     refs = df.drop_duplicates("task").set_index("task")
     chance_ceiling = [references(r.data, r.loss) for r in refs.itertuples()]
     acc["chance"] = pd.Series([pct(c) for c, _ in chance_ceiling], index=refs.index)
@@ -130,7 +134,7 @@ def report(df: pd.DataFrame, dirs: list[Path]) -> str:
     solved_at = ", ".join(
         f"{r.arch} on {r.task} (epoch {int(r.epoch_solved)})" for r in solved.itertuples()
     )
-    times = df.pivot(index="task", columns="arch", values="wall_time_s").map(
+    times = df.pivot(index="task", columns="arch", values="wall_time_s")[archs(df)].map(
         lambda t: "" if pd.isna(t) else f"{t:.0f}"
     )
     return f"""# The order battery

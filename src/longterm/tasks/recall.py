@@ -17,8 +17,8 @@ on [T, width - 1], padded to width); T must be at least 2k + 1.
 
 Chance: values are uniform, so a constant predictor scores 1/16. A model blind to order (pooling of
 per-step features) sees which values occur but not which key each belongs to: at k = 1 it can
-answer (the only value present), and for larger k about 1/k of its guesses among the values
-present are right.
+answer (the only value present); beyond, its best guess is the most frequent value present, right
+in about 1/k of cases when the k values differ (more often when values repeat).
 """
 
 import numpy as np
