@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train test test-slow lint tensorboard clean
+.PHONY: train test test-slow bench lint tensorboard clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -16,15 +16,18 @@ train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, 
 	$(BIN)/python src/train.py $(ARGS)
 
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests bench
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow
 
+bench: $(STAMP)  ## speed and memory of every implementation side by side -> docs/performance.md
+	$(BIN)/python bench/throughput.py $(ARGS)
+
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 tensorboard: $(STAMP)
 	$(BIN)/tensorboard --logdir outputs

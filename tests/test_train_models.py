@@ -37,8 +37,14 @@ ARCHS = {  # arch= preset: model, readout, parameters on temporal_order (F=8, 4 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_model_trains_on_every_task(tmp_path, arch):
+    """The reference implementation throughout (the fused one compiles per process; below)."""
     out = train_py(
-        "-m", f"arch={arch}", f"task={','.join(TASKS)}", *TINY, f"hydra.sweep.dir={tmp_path}"
+        "-m",
+        f"arch={arch}",
+        f"task={','.join(TASKS)}",
+        "model.impl=reference",
+        *TINY,
+        f"hydra.sweep.dir={tmp_path}",
     )
     assert out.returncode == 0, out.stderr
     results = {
@@ -55,6 +61,14 @@ def test_every_model_trains_on_every_task(tmp_path, arch):
         results["xormse"]["n_params"] != results["xorcross_entropy"]["n_params"]
     )  # 1 vs 2 outputs
     assert results["associative_recallcross_entropy"]["k"] == 4
+
+
+def test_fused_feedforward_on_a_classification_task(tmp_path):
+    out = train_py("arch=attention", "task=temporal_order", *TINY, f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert result["config"]["model"]["impl"] == "fused" and result["loss"] == "cross_entropy"
+    assert result["updates"] == 3 and result["n_params"] == ARCHS["attention"][2]
 
 
 @pytest.mark.parametrize(
@@ -101,6 +115,8 @@ def test_new_tasks_with_other_data_and_readouts(tmp_path, args, expected):
             ["task=addition", "+task.params.k=2"],
             "task.params={'k': 2} is invalid: generate_marked()",
         ),
+        (["model=rnn", "model.impl=fused"], "model.impl=fused is invalid for model=rnn"),
+        (["pool=last"], "model.impl=fused is invalid with pool=last"),
         (["arch=transformer"], "arch='transformer' is invalid: choose one of attention"),
     ],
 )

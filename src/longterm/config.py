@@ -20,6 +20,7 @@ INITS = ("paper", "torch")  # model.init
 MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # model.name
 POOLS = ("attention", "mean", "last")  # pool.name
 LOSSES = ("mse", "cross_entropy")  # task.loss
+IMPLS = ("reference", "fused")  # model.impl
 
 
 class ConfigError(ValueError):
@@ -61,6 +62,7 @@ class ModelSection(Section):
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
     init: Literal[INITS]
+    impl: Literal[IMPLS]
 
 
 class DataSection(Section):
@@ -161,7 +163,21 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
             ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
     check_task_params(checked)
+    check_impl(checked)
     return checked
+
+
+def check_impl(cfg: TrainConfig) -> None:
+    """model.impl=fused is the feedforward model with attention or mean pooling."""
+    if cfg.model.impl == "fused" and cfg.model.name != "feedforward":
+        raise ConfigError(
+            f"model.impl=fused is invalid for model={cfg.model.name}: use model.impl=reference"
+        )
+    if cfg.model.impl == "fused" and cfg.pool.name not in ("attention", "mean"):
+        raise ConfigError(
+            f"model.impl=fused is invalid with pool={cfg.pool.name}: "
+            "use pool=attention|mean or model.impl=reference"
+        )
 
 
 def check_task_params(cfg: TrainConfig) -> None:

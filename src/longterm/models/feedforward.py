@@ -9,9 +9,12 @@ with attention pooling and 10,501 with mean pooling.
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from longterm.config import IMPLS
+from longterm.models.fused import encode_pool
 from longterm.models.head import MLPHead
 from longterm.models.init import init_linear_
 from longterm.models.sequence import SequenceModel
+from longterm.pooling import AttentionPooling, MeanPooling
 
 
 class StepEncoder(nn.Module):
@@ -28,6 +31,19 @@ class StepEncoder(nn.Module):
         return F.leaky_relu(self.proj(x), self.negative_slope)
 
 
+class FusedSequenceModel(SequenceModel):
+    """The parameters of SequenceModel(StepEncoder, pooling, head), with the encoder and the
+    pooling computed in one streaming pass that never stores the states (models/fused.py).
+    Its state dict is the reference model's, so checkpoints load into either."""
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        enc, pool = self.encoder, self.readout
+        keep = mask if pool.mask_padding else None
+        score = (pool.score.weight, pool.score.bias) if isinstance(pool, AttentionPooling) else ()
+        c = encode_pool(x, keep, enc.proj.weight, enc.proj.bias, enc.negative_slope, *score)
+        return self.head(c)
+
+
 def feedforward(
     in_features: int,
     out_features: int,
@@ -36,9 +52,18 @@ def feedforward(
     hidden: int = 100,
     negative_slope: float = 0.01,
     init: str = "paper",
+    impl: str = "fused",
 ) -> SequenceModel:
-    """The paper's model around a pooling `readout` built for width `dim`."""
-    return SequenceModel(
+    """The paper's model around a pooling `readout` built for width `dim`.
+
+    `impl`: `reference` runs StepEncoder and `readout` as written (eq. 1, eq. 2); `fused` computes
+    the same function in one streaming pass (attention and mean pooling only)."""
+    if impl not in IMPLS:
+        raise ValueError(f"unknown impl {impl!r}; choose one of {', '.join(IMPLS)}")
+    fused = impl == "fused"
+    if fused and not isinstance(readout, AttentionPooling | MeanPooling):
+        raise ValueError(f"impl=fused computes attention or mean pooling, not {readout!r}")
+    return (FusedSequenceModel if fused else SequenceModel)(
         StepEncoder(in_features, dim, negative_slope, init),
         readout,
         MLPHead(dim, hidden, out_features, negative_slope, init),

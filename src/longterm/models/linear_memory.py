@@ -62,8 +62,12 @@ def linear_memory(
     hidden: int = 100,
     negative_slope: float = 0.01,
     init: str = "paper",
+    impl: str = "reference",
 ) -> SequenceModel:
-    """The linear recurrence of width `dim`, then `readout` and the paper's head."""
+    """The linear recurrence of width `dim`, then `readout` and the paper's head; `impl` has one
+    choice, `reference` (the scan above)."""
+    if impl != "reference":
+        raise ValueError(f"impl={impl!r}: linear_memory has only impl=reference")
     return SequenceModel(
         LinearMemory(in_features, dim, init),
         readout,

@@ -40,7 +40,11 @@ def recurrent(
     hidden: int = 100,
     negative_slope: float = 0.01,
     init: str = "paper",
+    impl: str = "reference",
 ) -> SequenceModel:
+    """`layer` of width `dim`, then `readout` and the head; `impl` has one choice, `reference`."""
+    if impl != "reference":
+        raise ValueError(f"impl={impl!r}: recurrent models have only impl=reference")
     return SequenceModel(
         RecurrentEncoder(layer(in_features, dim, batch_first=True)),
         readout,
