@@ -144,8 +144,8 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
 @pytest.mark.parametrize(
     "args, key",
     [
-        (["task=sum"], "task='sum' is invalid: choose one of addition, multiplication, xor"),
-        (["pool=max"], "pool='max' is invalid: choose one of attention, mean"),
+        (["task=sum"], "task='sum' is invalid: choose one of addition, associative_recall,"),
+        (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean"),
         (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
         (["T0=1"], "T0=1 is invalid: Input should be greater than or equal to 11"),
         (["T0=abc"], "T0='abc' is invalid"),
@@ -158,7 +158,7 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
         (["T1=50"], "Could not override 'T1'"),
         (
             ["experiment=table2"],
-            "experiment='table2' is invalid: choose one of table1, variable_length",
+            "experiment='table2' is invalid: choose one of order_battery, table1, variable_length",
         ),
         (
             ["data.batch_size=0"],

@@ -7,6 +7,7 @@ added with `+` is refused. Library sections (trainer) are open: only the listed 
 
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import (
     AfterValidator,
@@ -18,12 +19,15 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from longterm.tasks import MIN_LENGTH, TASKS
+from longterm.tasks import MIN_LENGTH, TASKS, generate
 
 # Allowed values of choice keys. This module imports no torch or Lightning, so a bad command line
 # fails in about a second.
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 INITS = ("paper", "torch")  # model.init
+MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # model.name
+POOLS = ("attention", "mean", "last")  # pool.name
+LOSSES = ("mse", "cross_entropy")  # task.loss
 IMPLS = ("reference", "fused")  # model.impl
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 
@@ -43,15 +47,26 @@ class TaskSection(Section):
     name: Literal[TASKS]
     n_features: int = Field(ge=1)
     n_outputs: int = Field(ge=1)
+    loss: Literal[LOSSES]
+    params: dict[str, int]  # the generator's own keys (associative_recall: k)
+
+    @model_validator(mode="after")
+    def outputs_fit_the_loss(self) -> "TaskSection":
+        if (self.loss == "mse") != (self.n_outputs == 1):
+            raise ValueError(
+                f"loss={self.loss} needs n_outputs {'= 1' if self.loss == 'mse' else '>= 2'},"
+                f" got {self.n_outputs}"
+            )
+        return self
 
 
 class PoolSection(Section):
-    name: Literal["attention", "mean"]
+    name: Literal[POOLS]
     mask_padding: bool
 
 
 class ModelSection(Section):
-    name: Literal["feedforward"]
+    name: Literal[MODELS]
     dim: int = Field(ge=1)
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
@@ -65,6 +80,7 @@ class DataSection(Section):
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
     num_workers: int = Field(ge=0)
+    task_params: dict[str, int]
 
 
 class FixedDataSection(DataSection):
@@ -210,7 +226,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
     fields = schema_fields(cfg)
     try:
-        return TrainConfig.model_validate(fields)
+        checked = TrainConfig.model_validate(fields)
     except ValidationError as e:
         err = e.errors()[0]
         key = location(err["loc"], fields)
@@ -224,3 +240,29 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
                 f"remove it or choose a {section} config that has it"
             ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
+    check_task_params(checked)
+    check_impl(checked)
+    return checked
+
+
+def check_impl(cfg: TrainConfig) -> None:
+    """model.impl=fused is the feedforward model with attention or mean pooling."""
+    if cfg.model.impl == "fused" and cfg.model.name != "feedforward":
+        raise ConfigError(
+            f"model.impl=fused is invalid for model={cfg.model.name}: use model.impl=reference"
+        )
+    if cfg.model.impl == "fused" and cfg.pool.name not in ("attention", "mean"):
+        raise ConfigError(
+            f"model.impl=fused is invalid with pool={cfg.pool.name}: "
+            "use pool=attention|mean or model.impl=reference"
+        )
+
+
+def check_task_params(cfg: TrainConfig) -> None:
+    """The task's generator accepts `task.params` at the shortest length the data asks for
+    (associative_recall: k pairs need 2k + 1 steps); one sequence is drawn to find out."""
+    shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
+    try:
+        generate(cfg.task.name, np.random.RandomState(0), shortest, 1, **cfg.task.params)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"task.params={cfg.task.params} is invalid: {e}") from None

@@ -6,7 +6,8 @@ tuples x (B, T, F) float32, y (B,) float32, mask (B, T) bool with True on real s
 """
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -46,12 +47,15 @@ class FixedLengthBatches:
     T0: int
     batch_size: int
     lengths: str = "per_sequence"
+    task_params: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, rng: np.random.RandomState) -> Batch:
         if self.lengths == "per_sequence":
-            return as_batch(*generate(self.task, rng, self.T0, self.batch_size))
+            return as_batch(*generate(self.task, rng, self.T0, self.batch_size, **self.task_params))
         length = int(rng.randint(self.T0, default_width(self.T0)))
-        return as_batch(*generate(self.task, rng, length, self.batch_size, length))
+        return as_batch(
+            *generate(self.task, rng, length, self.batch_size, length, **self.task_params)
+        )
 
 
 @dataclass(frozen=True)
@@ -62,10 +66,13 @@ class VariableLengthBatches:
     min_length: int
     max_length: int
     batch_size: int
+    task_params: dict[str, Any] = field(default_factory=dict)
 
     def __call__(self, rng: np.random.RandomState) -> Batch:
         length = int(rng.randint(self.min_length, self.max_length + 1))
-        return as_batch(*generate(self.task, rng, length, self.batch_size, length))
+        return as_batch(
+            *generate(self.task, rng, length, self.batch_size, length, **self.task_params)
+        )
 
 
 class KeyedBatches(Dataset):
@@ -104,9 +111,11 @@ class TaskDataModule(L.LightningDataModule):
         batch_size: int = 100,
         batches_per_epoch: int = 1000,
         num_workers: int = 0,
+        task_params: dict[str, Any] | None = None,
     ):
         super().__init__()
         self.task, self.seed = task, seed
+        self.task_params = dict(task_params or {})  # the task's own keys (associative_recall: k)
         self.batch_size = batch_size
         self.batches_per_epoch = batches_per_epoch
         self.num_workers = num_workers
@@ -150,13 +159,15 @@ class FixedLengthData(TaskDataModule):
         self.T0, self.lengths, self.val_size = T0, lengths, val_size
 
     def train_recipe(self) -> FixedLengthBatches:
-        return FixedLengthBatches(self.task, self.T0, self.batch_size, self.lengths)
+        return FixedLengthBatches(
+            self.task, self.T0, self.batch_size, self.lengths, self.task_params
+        )
 
     def validation_set(self) -> list[Batch]:
         starts = range(0, self.val_size, self.batch_size)
         sizes = [min(self.batch_size, self.val_size - start) for start in starts]
         return [
-            FixedLengthBatches(self.task, self.T0, size, self.lengths)(
+            FixedLengthBatches(self.task, self.T0, size, self.lengths, self.task_params)(
                 batch_rng(self.seed, VALIDATION, 0, i)
             )
             for i, size in enumerate(sizes)
@@ -185,13 +196,20 @@ class VariableLengthData(TaskDataModule):
         return [int(t) for t in np.linspace(self.min_length, self.max_length, self.val_batches)]
 
     def train_recipe(self) -> VariableLengthBatches:
-        return VariableLengthBatches(self.task, self.min_length, self.max_length, self.batch_size)
+        return VariableLengthBatches(
+            self.task, self.min_length, self.max_length, self.batch_size, self.task_params
+        )
 
     def validation_set(self) -> list[Batch]:
         return [
             as_batch(
                 *generate(
-                    self.task, batch_rng(self.seed, VALIDATION, 0, i), t, self.val_batch_size, t
+                    self.task,
+                    batch_rng(self.seed, VALIDATION, 0, i),
+                    t,
+                    self.val_batch_size,
+                    t,
+                    **self.task_params,
                 )
             )
             for i, t in enumerate(self.val_lengths)

@@ -1,5 +1,5 @@
-"""Pooling over time: feed-forward attention [Raffel & Ellis 2015, eq. 1] and the unweighted mean
-[eq. 2].
+"""Pooling over time: feed-forward attention [Raffel & Ellis 2015, eq. 1], the unweighted mean
+[eq. 2], and the last state (the readout of a recurrent model).
 
 Shapes: states h (B, T, D), mask (B, T) bool with True on real steps, pooled c (B, D).
 With `mask_padding=False` the mask is ignored and padded steps are pooled like real ones, as in
@@ -48,3 +48,20 @@ class MeanPooling(nn.Module):
             return h.mean(dim=1)
         m = mask.unsqueeze(-1).to(h.dtype)
         return (h * m).sum(dim=1) / m.sum(dim=1)
+
+
+class LastStep(nn.Module):
+    """c = h_{L-1}, the state of the last real step (the last True of the mask); with
+    `mask_padding=False` or no mask, the last step of the padded width."""
+
+    name = "last"
+
+    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+        super().__init__()
+        self.mask_padding = mask_padding
+
+    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        if mask is None or not self.mask_padding:
+            return h[:, -1]
+        last = h.shape[1] - 1 - mask.flip(1).int().argmax(dim=1)  # (B,)
+        return h[torch.arange(h.shape[0], device=h.device), last]

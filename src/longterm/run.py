@@ -60,6 +60,7 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
     """The flat hyperparameters that identify a run (HPARAMS view, result.json)."""
     params = {
         "task": cfg.task.name,
+        "loss": cfg.task.loss,
         "pool": cfg.pool.name,
         "model": cfg.model.name,
         "data": cfg.data.name,
@@ -73,6 +74,7 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
     for key in ("lengths", "min_length", "max_length"):
         if key in cfg.data:
             params[key] = cfg.data[key]
+    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
     return params
 
 
@@ -96,7 +98,13 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
         out_features=cfg.task.n_outputs,
         readout=readout,
     )
-    return MemoryTaskModule(net, lr=cfg.lr, **OmegaConf.to_container(cfg.optim))
+    return MemoryTaskModule(
+        net,
+        lr=cfg.lr,
+        loss=cfg.task.loss,
+        n_outputs=cfg.task.n_outputs,
+        **OmegaConf.to_container(cfg.optim),
+    )
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:

@@ -12,9 +12,10 @@ Martens & Sutskever 2011 for XOR).
 """
 
 from collections.abc import Callable
-from math import ceil
 
 import numpy as np
+
+from longterm.tasks.lengths import default_width, draw_lengths
 
 Sampler = Callable[[np.random.RandomState, tuple[int, ...]], np.ndarray]
 Target = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -33,18 +34,13 @@ TARGETS: dict[str, Target] = {
     "xor": lambda a, b: np.logical_xor(a, b),
 }
 
-TASKS = tuple(SAMPLERS)
+MARKED_TASKS = tuple(SAMPLERS)
 FIRST_MARKER_HIGH = 10  # the first +1 marker lies on steps 1..9
 # Shortest length whose final -1 marker comes after both +1 markers (the first may be step 9).
 MIN_LENGTH = FIRST_MARKER_HIGH + 1
 
 
-def default_width(min_length: int) -> int:
-    """The generator's padded width `int(ceil(1.1 * T0))` (56 for T0=50, 111 for T0=100)."""
-    return int(ceil(1.1 * min_length))
-
-
-def generate(
+def generate_marked(
     task: str,
     rng: np.random.RandomState,
     min_length: int,
@@ -61,15 +57,9 @@ def generate(
         y: (n,) float64 target (bool for xor).
         mask: (n, width) bool, True on real steps.
     """
-    if task not in SAMPLERS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
     n, width = n_sequences, max_length or default_width(min_length)
     rows = np.arange(n)
-    if min_length == width:
-        lengths = np.full(n, width)
-    else:
-        lengths = rng.randint(min_length, width, n)
-    mask = np.arange(width)[None, :] < lengths[:, None]
+    lengths, mask = draw_lengths(rng, min_length, width, n)
 
     values = SAMPLERS[task](rng, (n, width, 1)) * mask[:, :, None]
     markers = np.zeros((n, width, 1))

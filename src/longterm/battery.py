@@ -1,0 +1,192 @@
+"""The order battery's table, from its runs' result.json files (conf/experiment/order_battery.yaml):
+
+    python -m longterm.battery outputs/order_battery --out docs/order_battery.md
+
+One row per task, one column per architecture, the best validation accuracy of each run, beside
+two references computed on the same validation sets: the best constant predictor (chance) and, for
+temporal order, the best order-blind predictor (one that sees only how many X and Y there are,
+all that pooling over per-step features can see).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from longterm.data import FixedLengthData
+from longterm.tasks import default_width
+from longterm.tasks.order import X
+
+ARCHS = {  # (model, pool) -> the name of the architecture in the table
+    ("feedforward", "attention"): "attention",
+    ("feedforward", "mean"): "mean",
+    ("rnn", "last"): "rnn",
+    ("lstm", "last"): "lstm",
+    ("linear_memory", "last"): "linear_memory",
+}
+COMMANDS = (
+    "python src/train.py experiment=order_battery",
+    "python src/train.py experiment=order_battery task=associative_recall task.params.k=2,8",
+)
+
+
+def load(dirs: list[Path]) -> pd.DataFrame:
+    """One row per run found under `dirs`."""
+    rows = []
+    for path in sorted(p for d in dirs for p in Path(d).glob("**/result.json")):
+        r = json.loads(path.read_text())
+        k = r["config"]["task"]["params"].get("k")
+        rows.append(
+            {
+                "task": r["task"] + (f" k={k}" if k is not None else ""),
+                "arch": ARCHS.get((r["model"], r["pool"]), f"{r['model']}+{r['pool']}"),
+                "best_acc": r["best_acc"],
+                "status": r["status"],
+                "epoch_solved": r["epoch_solved"],
+                "updates": r["updates"],
+                "wall_time_s": r["wall_time_s"],
+                "n_params": r["n_params"],
+                "commit": r["git_commit"],
+                "machine": f"{r['machine']['processor']}, {r['machine']['cpus']} cores, "
+                f"torch {r['machine']['torch']}",
+                "data": r["config"]["data"],
+                "loss": r["loss"],
+            }
+        )
+    rank = {arch: i for i, arch in enumerate(ARCHS.values())}
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    return df.sort_values(["arch", "task"], key=lambda c: c.map(rank) if c.name == "arch" else c)
+
+
+def references(data: dict, loss: str) -> tuple[float | None, float | None]:
+    """(chance, order-blind ceiling) on a run's validation set, regenerated from its config."""
+    if loss != "cross_entropy" or data["name"] != "fixed":
+        return None, None
+    kw = {k: v for k, v in data.items() if k not in ("name", "_target_")}
+    batches = FixedLengthData(**kw).validation_set()
+    x = np.concatenate([b[0].numpy() for b in batches])
+    y = np.concatenate([b[1].numpy() for b in batches]).astype(int)
+    chance = np.bincount(y).max() / len(y)
+    if not data["task"].startswith("temporal_order"):
+        return chance, None
+    n_y = x[:, :, X + 1].sum(1).astype(int)  # how many Y: all an order-blind model can tell
+    ceiling = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)
+    return chance, ceiling
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
+
+
+def archs(df: pd.DataFrame) -> list[str]:
+    """The architectures of the runs, in the order of ARCHS."""
+    order = [a for a in ARCHS.values() if a in set(df.arch)]
+    return order + sorted(set(df.arch) - set(order))
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame:
+    """Best validation accuracy (%) by task and architecture, with the references."""
+    acc = df.pivot(index="task", columns="arch", values="best_acc")[archs(df)].map(pct)
+    refs = df.drop_duplicates("task").set_index("task")
+    chance_ceiling = [references(r.data, r.loss) for r in refs.itertuples()]
+    acc["chance"] = pd.Series([pct(c) for c, _ in chance_ceiling], index=refs.index)
+    acc["order-blind ceiling"] = pd.Series([pct(o) for _, o in chance_ceiling], index=refs.index)
+    return acc
+
+
+RECALLED = 0.9  # "recalls" on associative recall: best validation accuracy at least this
+
+
+def findings(df: pd.DataFrame) -> list[str]:
+    """Sentences read off the runs: temporal order against its ceiling, recall as k grows."""
+    lines = []
+    order = df[df.task == "temporal_order"]
+    if not order.empty:
+        _, ceiling = references(order.data.iloc[0], "cross_entropy")
+        accs = ", ".join(f"{r.arch} {pct(r.best_acc)}%" for r in order.itertuples())
+        solved = ", ".join(order[order.status == "solved"].arch) or "none"
+        lines.append(
+            f"Temporal order: {accs}; the order-blind ceiling on this validation set is "
+            f"{pct(ceiling)}%; solved by: {solved}."
+        )
+    recall = df[df.task.str.startswith("associative_recall")]
+    for arch, runs in recall.groupby("arch", sort=False):
+        runs = runs.assign(k=runs.task.str.extract(r"k=(\d+)")[0].astype(int)).sort_values("k")
+        failed = runs[runs.best_acc < RECALLED]
+        where = (
+            f"below {pct(RECALLED)}% from k = {failed.k.iloc[0]}"
+            if len(failed)
+            else (f"at least {pct(RECALLED)}% up to k = {runs.k.max()}")
+        )
+        accs = ", ".join(f"k={r.k}: {pct(r.best_acc)}%" for r in runs.itertuples())
+        lines.append(f"Associative recall, {arch}: {where} ({accs}).")
+    return lines
+
+
+def report(df: pd.DataFrame, dirs: list[Path]) -> str:
+    first = df.data.iloc[0]
+    solved = df[df.status == "solved"]
+    solved_at = ", ".join(
+        f"{r.arch} on {r.task} (epoch {int(r.epoch_solved)})" for r in solved.itertuples()
+    )
+    times = df.pivot(index="task", columns="arch", values="wall_time_s")[archs(df)].map(
+        lambda t: "" if pd.isna(t) else f"{t:.0f}"
+    )
+    return f"""# The order battery
+
+Every architecture on temporal order, variable tracking, associative recall and the paper's
+addition problem at T0 = {first["T0"]} (lengths {first["T0"]}..{default_width(first["T0"]) - 1}),
+at most {df.updates.max()} updates of {first["batch_size"]} sequences each, validation on
+{first["val_size"]} sequences; a run stops early at 100%. Classification tasks: accuracy of the
+arg-max; addition: |y - ŷ| < 0.04.
+
+Commands (conf/experiment/order_battery.yaml), then this table:
+
+```
+{chr(10).join(f"OMP_NUM_THREADS=1 {c}" for c in COMMANDS)}
+python -m longterm.battery {" ".join(map(str, dirs))} --out docs/order_battery.md
+```
+
+{len(df)} runs; commit(s) {", ".join(sorted(set(df.commit)))}; {"; ".join(sorted(set(df.machine)))};
+{df.wall_time_s.sum() / 60:.1f} minutes of training in all.
+
+## Best validation accuracy (%)
+
+"chance": the best constant predictor on the same validation set; "order-blind ceiling": the
+best predictor from the number of X and Y alone, on the same validation set.
+
+{table(df).to_markdown(disable_numparse=True)}
+
+Solved (100%): {solved_at or "none"}.
+
+{chr(10).join(f"- {line}" for line in findings(df))}
+
+## Wall time per run (s)
+
+{times.to_markdown(disable_numparse=True)}
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
+    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
+    args = parser.parse_args(argv)
+    df = load(args.dirs)
+    if df.empty:
+        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
+    text = report(df, args.dirs)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(df)} runs)")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
