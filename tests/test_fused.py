@@ -74,8 +74,8 @@ def twin_models(pool: type, mask_padding: bool) -> tuple[torch.nn.Module, torch.
     return reference, fused
 
 
-# float32 over T steps: both sum T terms in different orders, so the error grows with T; these
-# bounds hold with a margin of about 10x over what was measured at T = 10000.
+# float32 over T steps: both paths sum T terms in different orders, so the error grows with T. The
+# largest error measured (T = 10000, attention, head.out.weight) is 0.15 of these bounds.
 F32 = dict(rtol=1e-4, atol=1e-5)
 
 
