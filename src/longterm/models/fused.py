@@ -103,7 +103,7 @@ class EncodePool(torch.autograd.Function):
             dx, dW, db, dw, dbw = chunked_backward(
                 g, x, keep, W, b, slope, w, c, alpha, q, attention, chunk
             )
-        dbw = torch.as_tensor(dbw, dtype=x.dtype).reshape(1)
+        dbw = torch.as_tensor(dbw, dtype=x.dtype, device=x.device).reshape(1)
         return dx, None, dW, db, dw, dbw, None, None, None, None
 
 
