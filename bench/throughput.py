@@ -8,9 +8,10 @@ same run, because the machines these run on are shared and their speed varies fr
 
 One update is forward, backward and an Adam step on one batch of the addition task (B = 100, the
 paper's data: each sequence T0 to 1.1 T0 steps, padded), for the model that `src/train.py` builds
-from `conf/` with the case's overrides. Each case runs in a fresh process, so that its peak memory
-is its own: on the CPU, the peak resident memory during the timed updates above the resident
-memory before them (malloc is told to return large blocks to the system at once, so freed
+from `conf/` with the case's overrides; the time is the median over at least three updates and
+three seconds, after one update that compiles what is compiled. Peak memory is measured in another
+fresh process: on the CPU, the peak resident memory during one update above the resident memory
+before it (malloc is told to return blocks of 64 kB or more to the system at once, so freed
 tensors do not hide in the baseline); on a GPU, torch.cuda.max_memory_allocated.
 
 FLOPs are those of the model's matrix products (torch.utils.flop_counter on one reference update,
@@ -23,6 +24,7 @@ import gc
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -259,7 +261,7 @@ def main() -> None:
                 f"peak {r['peak_mb']:.1f} MB",
                 flush=True,
             )
-    command = "python bench/throughput.py " + " ".join(sys.argv[1:])
+    command = shlex.join(["python", "bench/throughput.py", *sys.argv[1:]])
     lines = [
         "# Performance",
         "",
