@@ -74,8 +74,8 @@ def twin_models(pool: type, mask_padding: bool) -> tuple[torch.nn.Module, torch.
     return reference, fused
 
 
-# float32 over T steps: both paths sum T terms in different orders, so the error grows with T. The
-# largest error measured (T = 10000, attention, head.out.weight) is 0.15 of these bounds.
+# float32 over T steps: both paths sum T terms in different orders, so the error grows with T;
+# these bounds leave room for that at T = 10000 and are still far below any change in the math.
 F32 = dict(rtol=1e-4, atol=1e-5)
 
 

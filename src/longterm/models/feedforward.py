@@ -11,9 +11,8 @@ from torch.nn import functional as F
 
 from longterm.config import IMPLS
 from longterm.models.fused import encode_pool
-from longterm.models.head import MLPHead
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel
+from longterm.models.sequence import SequenceModel, with_head
 from longterm.pooling import AttentionPooling, MeanPooling
 
 
@@ -63,8 +62,6 @@ def feedforward(
     fused = impl == "fused"
     if fused and not isinstance(readout, AttentionPooling | MeanPooling):
         raise ValueError(f"impl=fused computes attention or mean pooling, not {readout!r}")
-    return (FusedSequenceModel if fused else SequenceModel)(
-        StepEncoder(in_features, dim, negative_slope, init),
-        readout,
-        MLPHead(dim, hidden, out_features, negative_slope, init),
-    )
+    encoder = StepEncoder(in_features, dim, negative_slope, init)
+    model = FusedSequenceModel if fused else SequenceModel
+    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init, model)

@@ -7,9 +7,9 @@ PyTorch ops writes at least a (B, chunk, D) temporary per op and is bound by tha
 Steps go in blocks of K so that one step's scalar chain (score, tanh, exp) overlaps with the next
 steps' work. Inner loops index 1-D rows and accumulate in the arrays' dtype, and the sizes F and D
 are compile-time constants: all three are needed for the compiler to vectorise the loops (with D
-and F only known at run time the same loops run 3-4x slower). `kernels(F, D)` therefore returns a
-copy of this module with its sizes set, written to a file so that numba caches the compiled code
-(cache=True): only the first process to use a shape and dtype compiles.
+and F known only at run time the same loops run several times slower). `kernels(F, D)` therefore
+returns a copy of this module with its sizes set, written to a file so that numba caches the
+compiled code (cache=True): only the first process to use a shape and dtype compiles.
 
 Shapes: x (B, T, F), keep (B, T) bool (the steps that count), W (F * D,) (W^T flattened, so the
 inner loops run over D contiguously), b, w (D,), c (B, D). The score e_t = tanh(w . h_t + b_w)

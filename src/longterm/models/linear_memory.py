@@ -15,9 +15,8 @@ x (B, T, F) -> h (B, T, D); parameters D(F + 2) for the encoder.
 import torch
 from torch import Tensor, nn
 
-from longterm.models.head import MLPHead
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel
+from longterm.models.sequence import SequenceModel, with_head
 
 CHUNK = 64  # steps per chunk of the scan: the decay matrix is (C, C, D)
 
@@ -68,8 +67,5 @@ def linear_memory(
     choice, `reference` (the scan above)."""
     if impl != "reference":
         raise ValueError(f"impl={impl!r}: linear_memory has only impl=reference")
-    return SequenceModel(
-        LinearMemory(in_features, dim, init),
-        readout,
-        MLPHead(dim, hidden, out_features, negative_slope, init),
-    )
+    encoder = LinearMemory(in_features, dim, init)
+    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)

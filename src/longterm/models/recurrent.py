@@ -16,8 +16,7 @@ D*hidden + hidden + hidden*out + out and the readout's own (attention: D + 1).
 
 from torch import Tensor, nn
 
-from longterm.models.head import MLPHead
-from longterm.models.sequence import SequenceModel
+from longterm.models.sequence import SequenceModel, with_head
 
 
 class RecurrentEncoder(nn.Module):
@@ -45,11 +44,8 @@ def recurrent(
     """`layer` of width `dim`, then `readout` and the head; `impl` has one choice, `reference`."""
     if impl != "reference":
         raise ValueError(f"impl={impl!r}: recurrent models have only impl=reference")
-    return SequenceModel(
-        RecurrentEncoder(layer(in_features, dim, batch_first=True)),
-        readout,
-        MLPHead(dim, hidden, out_features, negative_slope, init),
-    )
+    encoder = RecurrentEncoder(layer(in_features, dim, batch_first=True))
+    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
 
 
 def rnn(in_features: int, out_features: int, readout: nn.Module, **kw) -> SequenceModel:
