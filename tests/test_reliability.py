@@ -189,7 +189,9 @@ def test_two_runs_started_together_get_their_own_directories(tmp_path):
 
 def test_a_directory_in_use_is_refused(tmp_path):
     """A second process on the same run directory stops at once; the first is untouched."""
-    first = start(*LONGER, "trainer.max_epochs=100", f"hydra.run.dir={tmp_path}")
+    # A learning rate too small to solve the task: the first run is still training, not writing
+    # its result, when it is killed.
+    first = start(*LONGER, "trainer.max_epochs=100", "lr=1e-9", f"hydra.run.dir={tmp_path}")
     try:
         wait_for_file("tb", tmp_path, first)
         second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
