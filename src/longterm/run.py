@@ -4,6 +4,7 @@ events. With `preflight.py`, the only modules of the package that know Hydra."""
 import logging
 import time
 import warnings
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "config": OmegaConf.to_container(cfg, resolve=True),
     }
     start = time.perf_counter()
+    result["started_at"] = now()
     try:
         trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt)
     except BaseException as e:
@@ -182,12 +184,15 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             status="failed" if isinstance(e, Exception) else "interrupted",
             error=f"{type(e).__name__}: {e}",
             wall_time_s=time.perf_counter() - start,
+            finished_at=now(),
         )
         write_result(run_dir, result)
         if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
             raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
         raise
-    result.update(outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start)
+    result.update(
+        outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start, finished_at=now()
+    )
     write_result(run_dir, result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
     log.info(
@@ -195,6 +200,11 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
     )
     return result
+
+
+def now() -> str:
+    """The time in UTC, ISO 8601 to the second (a sweep's span is read from these)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def outcome(trainer: L.Trainer, callbacks: list[L.Callback]) -> dict[str, Any]:

@@ -1,0 +1,167 @@
+"""The paper's learning-rate rule at a fraction of the grid's cost (Raffel & Ellis 2015, §2.2:
+"we report the best result achieved using any learning rate").
+
+For every task x pool x T0 x seed the first learning rate (the leader) runs to the epoch limit or
+until solved. Every other learning rate then runs for at most as many epochs as the leader needed:
+a run that needs more cannot be the best, and a run that needs as many ties it. The best learning
+rate and its epochs are therefore the full grid's; the rivals' own epochs beyond that point, which
+the rule never looks at, are not computed. When the leader does not solve, the rivals run to the
+limit too, so "accuracy after the limit" is over the whole grid as well.
+
+    python -m longterm.lr_race --sweep-dir outputs/table1 --T0 50 100 500 1000 --seeds 1 2 3
+
+All jobs go through `src/train.py` into one sweep directory, named from their overrides as in any
+multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
+off). Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
+`python -m longterm.collect` reads them.
+"""
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from longterm.results import RESULT_FILE
+
+TRAIN_PY = Path(__file__).resolve().parents[1] / "train.py"
+CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
+SWEEP_RECORD = "sweep.json"
+Cell = tuple[str, str, int, int]  # task, pool, T0, seed
+
+
+def csv(values: Iterable[Any]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def leader_caps(results: Iterable[dict[str, Any]], leader: float, limit: int) -> dict[Cell, int]:
+    """The epochs each cell's rivals may run: what the leader needed when it solved, else the
+    limit (unsolved, diverged or missing leaders leave the rivals the whole limit)."""
+    caps: dict[Cell, int] = {}
+    for r in results:
+        if r["lr"] == leader:
+            cell = (r["task"], r["pool"], r["T0"], r["seed"])
+            if cell in caps:
+                raise ValueError(
+                    f"two runs of {cell} at lr={leader} in one sweep directory: give each set of "
+                    "extra overrides its own --sweep-dir"
+                )
+            solved = r["status"] == "solved" and r["epoch_solved"] is not None
+            caps[cell] = r["epoch_solved"] if solved else limit
+    return caps
+
+
+def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Every readable result.json under `sweep_dir` (the collector is the one that warns)."""
+    results = []
+    for path in sorted(sweep_dir.glob(f"*/{RESULT_FILE}")):
+        try:
+            results.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return results
+
+
+class Race:
+    """One race over a grid; `run` executes it, `commands` is what it launched."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.sweep_dir = Path(args.sweep_dir)
+        self.commands: list[list[str]] = []
+        self.failures = 0
+
+    def train(self, overrides: list[str]) -> None:
+        a = self.args
+        command = ["src/train.py", "-m", *overrides, *a.overrides]
+        command += ["trainer.enable_progress_bar=false", f"hydra.sweep.dir={self.sweep_dir}"]
+        self.commands.append(command)
+        print("+ python", shlex.join(command), flush=True)
+        run = subprocess.run([sys.executable, *command], cwd=TRAIN_PY.parents[1])
+        self.failures += run.returncode != 0
+
+    def run(self) -> int:
+        a = self.args
+        leader, rivals = a.lrs[0], a.lrs[1:]
+        limit = ["trainer.max_epochs=" + str(a.max_epochs)] if a.max_epochs else []
+        grid = [f"task={csv(a.tasks)}", f"pool={csv(a.pools)}", f"T0={csv(a.T0)}"]
+        self.train([*grid, f"lr={leader}", f"seed={csv(a.seeds)}", *limit])
+        if not rivals:
+            return self.failures
+        caps = leader_caps(read_results(self.sweep_dir), leader, a.max_epochs or a.default_limit)
+        by_cap: dict[tuple[str, str, int, int], list[int]] = defaultdict(list)
+        for (task, pool, T0, seed), cap in sorted(caps.items()):
+            if task in a.tasks and pool in a.pools and T0 in a.T0 and seed in a.seeds:
+                by_cap[(task, pool, T0, cap)].append(seed)
+        for (task, pool, T0, cap), seeds in by_cap.items():
+            full = cap == (a.max_epochs or a.default_limit)
+            epochs = limit if full else [f"trainer.max_epochs={cap}"]
+            cell = [f"task={task}", f"pool={pool}", f"T0={T0}", f"lr={csv(rivals)}"]
+            self.train([*cell, f"seed={csv(seeds)}", *epochs])
+        return self.failures
+
+
+def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
+    """Append one invocation to `<sweep dir>/sweep.json` (a list, oldest first)."""
+    path = sweep_dir / SWEEP_RECORD
+    entries = json.loads(path.read_text()) if path.exists() else []
+    path.write_text(json.dumps([*entries, entry], indent=2) + "\n")
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sweep-dir", required=True, help="one directory for every job of the race")
+    p.add_argument("--T0", type=int, nargs="+", required=True)
+    p.add_argument("--tasks", nargs="+", default=["addition", "multiplication"])
+    p.add_argument("--pools", nargs="+", default=["attention", "mean"])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p.add_argument(
+        "--lrs",
+        type=float,
+        nargs="+",
+        default=[3e-3, 1e-3, 1e-2, 3e-4],
+        help="the paper's grid; the first is the leader (default: 3e-3 1e-3 1e-2 3e-4)",
+    )
+    p.add_argument("--max-epochs", type=int, help="the epoch limit (default: the config's, 100)")
+    p.add_argument("overrides", nargs="*", help="more src/train.py overrides, after --")
+    args = p.parse_args(argv)
+    if any(o.startswith("trainer.max_epochs=") for o in args.overrides):
+        p.error("give the epoch limit as --max-epochs: the race sets trainer.max_epochs itself")
+    args.default_limit = OmegaConf.load(CONFIG_DIR / "trainer" / "default.yaml").max_epochs
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    sweep_dir = Path(args.sweep_dir)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    race = Race(args)
+    started = now()
+    failures = race.run()
+    command = ["python", "-m", "longterm.lr_race", *(sys.argv[1:] if argv is None else argv)]
+    record(
+        sweep_dir,
+        {
+            "command": shlex.join(command),
+            "started_at": started,
+            "finished_at": now(),
+            "launched": [shlex.join(["python", *c]) for c in race.commands],
+            "failed_commands": failures,
+        },
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

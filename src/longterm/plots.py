@@ -1,0 +1,119 @@
+"""The collector's figures: epochs to 100% against T0, learning curves, accuracy by length."""
+
+import logging
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from longterm import paper  # noqa: E402
+
+log = logging.getLogger("longterm.collect")
+
+
+def plot_epochs(cells: pd.DataFrame, path: Path) -> None:
+    tasks = ["addition", "multiplication"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, task in zip(axes, tasks, strict=True):
+        for pool, color in (("attention", "C0"), ("mean", "C1")):
+            c = cells[(cells.task == task) & (cells.pool == pool) & (cells.solved_seeds > 0)]
+            c = c.sort_values("T0")
+            err = [c.epochs_median - c.epochs_min, c.epochs_max - c.epochs_median]
+            ax.errorbar(
+                c.T0,
+                c.epochs_median,
+                yerr=err,
+                color=color,
+                marker="o",
+                capsize=3,
+                label=f"{pool} (ours)",
+            )
+            published = {t: e for t, e in paper.TABLE1[(task, pool)].items() if isinstance(e, int)}
+            ax.plot(
+                list(published),
+                list(published.values()),
+                color=color,
+                ls="--",
+                marker="o",
+                mfc="none",
+                label=f"{pool} (paper)",
+            )
+        ax.set(xscale="log", yscale="log", title=task, xlabel="T0")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("epochs to 100% (median, min–max over seeds)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def train_loss(run_dir: str | Path) -> pd.Series:
+    """The run's train/loss curve from its TensorBoard events, indexed by update."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(Path(run_dir) / "tb"), size_guidance={"scalars": 0})
+    events.Reload()
+    if "train/loss" not in events.Tags()["scalars"]:
+        return pd.Series(dtype=float)
+    points = events.Scalars("train/loss")
+    return pd.Series([p.value for p in points], index=[p.step for p in points])
+
+
+def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
+    """Training loss of each seed's winning run (TensorBoard's train/loss), one colour per T0."""
+    tasks, pools = ["addition", "multiplication"], ["attention", "mean"]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True, sharey=True)
+    colors = {T0: f"C{i}" for i, T0 in enumerate(sorted(seeds.T0.unique()))}
+    for (i, task), (j, pool) in ((a, b) for a in enumerate(tasks) for b in enumerate(pools)):
+        ax = axes[i][j]
+        for s in seeds[(seeds.task == task) & (seeds.pool == pool)].itertuples(index=False):
+            for run_dir in s.run_dirs[:1]:  # one curve per seed, also when learning rates tie
+                loss = train_loss(run_dir)
+                ax.plot(loss.index, loss.values, color=colors[s.T0], alpha=0.6, lw=1)
+        ax.set(title=f"{task}, {pool}", xscale="log", yscale="log")
+        ax.grid(True, which="both", alpha=0.3)
+    for T0, color in colors.items():
+        axes[0][0].plot([], [], color=color, label=f"T0={T0}")
+    axes[0][0].legend(fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("training loss (MSE)")
+    for ax in axes[1]:
+        ax.set_xlabel("update")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Each variable-length run's last checkpoint on the 100 test lengths; returns the data."""
+    from longterm.evaluate import accuracy_by_batch  # loads torch and the models
+
+    v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
+    frames = []
+    for r in v.itertuples(index=False):
+        if (Path(r.run_dir) / "checkpoints" / "last.ckpt").exists():
+            frames.append(
+                accuracy_by_batch(r.run_dir).assign(task=r.task, pool=r.pool, seed=r.seed)
+            )
+        else:
+            log.warning(f"{r.run_dir}: no last.ckpt, left out of the accuracy-by-length plot")
+    if not frames:
+        return pd.DataFrame()
+    data = pd.concat(frames, ignore_index=True)
+    tasks = sorted(data.task.unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), sharey=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        for pool, g in data[data.task == task].groupby("pool"):
+            mean = g.groupby("length").acc.mean()
+            ax.plot(mean.index, mean.values, marker=".", label=f"{pool} (mean over seeds)")
+        ax.set(title=task, xlabel="evaluation length", ylim=(0, 1.02))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("accuracy (10 sequences per length)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return data
