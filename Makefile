@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train test test-slow bench lint tensorboard clean
+.PHONY: train test test-slow bench collect lint tensorboard clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,6 +24,12 @@ test-slow: $(STAMP)  ## the longer end-to-end runs
 
 bench: $(STAMP)  ## speed and memory of every implementation side by side -> docs/performance.md
 	$(BIN)/python bench/throughput.py $(ARGS)
+
+# The sweeps behind docs/results (docs/results.md gives the command that fills each one).
+SWEEPS ?= outputs/table1 outputs/table1_long outputs/masking outputs/variable_length
+
+collect: $(STAMP)  ## tables and plots from the sweeps' result.json files -> docs/results
+	$(BIN)/python -m longterm.collect $(SWEEPS) --out docs/results
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -39,6 +39,7 @@ def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
             "lrs": tuple(sorted(best.lr)),
             "run_dirs": tuple(best.sort_values("lr").run_dir),
             "n_lrs": runs.lr.nunique(),
+            "lrs_run": tuple(sorted(runs.lr.unique())),
             "diverged_lrs": tuple(sorted(runs[runs.status == "diverged"].lr)),
             "best_wall_s": best.wall_time_s.min() if len(best) else None,
             "grid_wall_s": runs.wall_time_s.sum(),
@@ -78,6 +79,7 @@ def summarise(seeds: pd.DataFrame) -> pd.Series:
             "limit": seeds.limit.max(),
             "lr_chosen": lr_text(seeds.lrs),
             "lrs_per_seed": seeds.n_lrs.min(),
+            "lrs_run": ", ".join(f"{lr:.0e}" for lr in sorted(set().union(*seeds.lrs_run))),
             "diverged_runs": sum(len(d) for d in seeds.diverged_lrs),
             "best_run_wall_s": seeds.best_wall_s.median(),
             "grid_wall_s": seeds.grid_wall_s.sum(),
@@ -272,13 +274,13 @@ def masking_markdown(m: pd.DataFrame) -> str:
         "",
         "Epochs to 100%, median [min–max] over seeds; *italic*: accuracy at the limit.",
         "",
-        "| task | pool | T0 | lr | unmasked (paper's code) | masked |",
-        "|---|---|---|---|---|---|",
+        "| task | pool | T0 | lr | seeds | unmasked (paper's code) | masked |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (task, pool, T0), g in m.groupby(CELL):
-        text = {bool(r.mask_padding): cell_text(r) for _, r in g.iterrows()}
-        lrs = g.lr_chosen.iloc[0]
+        text = {bool(r.mask_padding): f"{cell_text(r)} (limit {r.limit})" for _, r in g.iterrows()}
         lines.append(
-            f"| {task} | {pool} | {T0} | {lrs} | {text.get(False, '')} | {text.get(True, '')} |"
+            f"| {task} | {pool} | {T0} | {g.lrs_run.iloc[0]} | {g.seeds.min()} | "
+            f"{text.get(False, '')} | {text.get(True, '')} |"
         )
     return "\n".join(lines) + "\n"

@@ -1,0 +1,219 @@
+"""The collector (longterm.collect) and the learning-rate race (longterm.lr_race): the paper's
+rule on made-up runs, then real sweeps through src/train.py."""
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import read_json, train_py
+
+from longterm import lr_race
+from longterm.collect import collect
+from longterm.evaluate import accuracy_by_batch
+from longterm.sweeps import load_runs
+from longterm.tables import best_over_lrs, cell_text, summarise
+
+TASKS = ("addition", "multiplication")
+# Tiny runs: a few updates, a small validation set, the reference pooling (no kernel compile).
+TINY = [
+    "T0=50",
+    "data.batches_per_epoch=4",
+    "trainer.max_epochs=2",
+    "trainer.log_every_n_steps=1",
+    "trainer.enable_progress_bar=false",
+    "model.impl=reference",
+]
+
+
+def run(lr: float, status: str, epochs: int, final_acc: float, max_epochs: int = 100) -> dict:
+    solved = status == "solved"
+    return {
+        "lr": lr,
+        "status": status,
+        "epoch_solved": epochs if solved else None,
+        "epochs": epochs,
+        "max_epochs": max_epochs,
+        "final_acc": 1.0 if solved else final_acc,
+        "run_dir": f"lr={lr}",
+        "wall_time_s": 10.0 * epochs,
+    }
+
+
+def test_the_fewest_epochs_win_and_ties_are_kept():
+    runs = pd.DataFrame(
+        [
+            run(3e-4, "solved", 5, 1.0),
+            run(1e-3, "solved", 2, 1.0),
+            run(3e-3, "solved", 2, 1.0, max_epochs=2),  # a rival capped at the leader's epochs
+            run(1e-2, "diverged", 1, float("nan")),
+        ]
+    )
+    best = best_over_lrs(runs)
+    assert (best.solved, best.epochs, best.lrs, best.diverged_lrs) == (
+        True,
+        2,
+        (1e-3, 3e-3),
+        (1e-2,),
+    )
+    assert best.grid_wall_s == 100.0 and best.best_wall_s == 20.0
+
+
+def test_unsolved_is_the_best_accuracy_at_the_limit_never_a_zero():
+    runs = pd.DataFrame(
+        [
+            run(1e-3, "max_epochs", 100, 0.80),
+            run(3e-3, "max_epochs", 100, 0.90),
+            run(1e-2, "diverged", 3, float("nan")),
+        ]
+    )
+    best = best_over_lrs(runs)
+    assert (best.solved, best.epochs, best.acc, best.lrs) == (False, None, 0.90, (3e-3,))
+    seeds = pd.DataFrame([best, best_over_lrs(runs.iloc[:1]), best_over_lrs(runs.iloc[2:])])
+    cell = summarise(seeds)
+    # The diverged-only seed has no accuracy at all: it is not averaged in as 0.
+    assert cell.seeds == 3 and cell.solved_seeds == 0 and cell.diverged_runs == 2
+    assert cell_text(cell) == "*85.0% [80.0%–90.0%]*"
+
+
+def test_cells_give_median_and_range_over_seeds():
+    seeds = pd.DataFrame(
+        [best_over_lrs(pd.DataFrame([run(1e-3, "solved", e, 1.0)])) for e in (1, 3, 2)]
+        + [best_over_lrs(pd.DataFrame([run(1e-3, "max_epochs", 100, 0.5)]))]
+    )
+    cell = summarise(seeds)
+    assert (cell.epochs_median, cell.epochs_min, cell.epochs_max) == (2, 1, 3)
+    assert cell_text(cell) == "2 [1–3]; 3/4 solved, *50.0%*"
+    assert cell.lr_chosen == "1e-03 ×4" and cell.lrs_run == "1e-03"
+
+
+def test_rivals_may_run_as_long_as_the_leader_needed():
+    results = [
+        {
+            "task": "addition",
+            "pool": "mean",
+            "T0": 50,
+            "seed": 1,
+            "lr": 3e-3,
+            "status": "solved",
+            "epoch_solved": 4,
+        },
+        {
+            "task": "addition",
+            "pool": "mean",
+            "T0": 50,
+            "seed": 2,
+            "lr": 3e-3,
+            "status": "max_epochs",
+            "epoch_solved": None,
+        },
+        {
+            "task": "addition",
+            "pool": "mean",
+            "T0": 50,
+            "seed": 1,
+            "lr": 1e-3,
+            "status": "solved",
+            "epoch_solved": 2,
+        },
+    ]
+    caps = lr_race.leader_caps(results, leader=3e-3, limit=100)
+    assert caps == {("addition", "mean", 50, 1): 4, ("addition", "mean", 50, 2): 100}
+    with pytest.raises(ValueError, match="its own --sweep-dir"):
+        lr_race.leader_caps([results[0], results[0]], leader=3e-3, limit=100)
+
+
+def test_a_race_through_the_real_entry_point(tmp_path: Path):
+    """A leader that solves at epoch 1 (threshold 0 makes any accuracy count) caps its rivals
+    at 1 epoch; all three tie, and the collector names all three."""
+    argv = ["--sweep-dir", str(tmp_path), "--T0", "50", "--tasks", "addition", "--pools", "mean"]
+    argv += ["--seeds", "1", "--lrs", "3e-3", "1e-3", "1e-2", "--max-epochs", "3", "--"]
+    argv += ["callbacks.stop_when_solved.threshold=0", "data.val_size=50", "model.impl=reference"]
+    argv += ["data.batches_per_epoch=4", "trainer.log_every_n_steps=1"]
+    assert lr_race.main(argv) == 0
+    results = {r["lr"]: r for r in map(read_json, tmp_path.glob("*/result.json"))}
+    assert {lr: (r["max_epochs"], r["epochs"]) for lr, r in results.items()} == {
+        3e-3: (3, 1),
+        1e-3: (1, 1),
+        1e-2: (1, 1),
+    }
+    (record,) = read_json(tmp_path / "sweep.json")
+    assert record["command"].startswith("python -m longterm.lr_race --sweep-dir")
+    assert len(record["launched"]) == 2 and "lr=0.001,0.01" in record["launched"][1]
+    collect([str(tmp_path)], tmp_path / "out")
+    cells = pd.read_csv(tmp_path / "out" / "table1.csv")
+    assert cells.lr_chosen.tolist() == ["1e-03, 3e-03, 1e-02"]
+    assert "python -m longterm.lr_race" in (tmp_path / "out" / "sweeps.md").read_text()
+    # The same command again trains nothing: every job is already finished.
+    assert lr_race.main(argv) == 0
+    assert len(read_json(tmp_path / "sweep.json")) == 2
+
+
+def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
+    """Two tasks x two seeds, plus masked runs in a second sweep; one result.json corrupt, one
+    missing. Each seed gets its own directory and its own data."""
+    sweep, masked = tmp_path / "sweep", tmp_path / "masked"
+    args = ["-m", "task=addition,multiplication", "seed=1,2", "data.val_size=100", *TINY]
+    assert train_py(*args, f"hydra.sweep.dir={sweep}").returncode == 0
+    args = ["-m", "task=addition", "seed=1,2", "pool.mask_padding=true", "data.val_size=100"]
+    assert train_py(*args, *TINY, f"hydra.sweep.dir={masked}").returncode == 0
+    dirs = sorted(p.parent.name for p in sweep.glob("*/result.json"))
+    assert len(dirs) == 4 and sum("seed=1" in d for d in dirs) == 2
+    job = {(s, t): next(sweep.glob(f"*,seed={s},task={t},*")) for s in (1, 2) for t in TASKS}
+    seed1, seed2 = (read_json(job[s, "addition"] / "result.json") for s in (1, 2))
+    assert seed1["seed"] != seed2["seed"] and seed1["val_acc_history"] != seed2["val_acc_history"]
+
+    corrupt = job[1, "multiplication"] / "result.json"
+    corrupt.write_text(corrupt.read_text()[:100])
+    missing = job[2, "multiplication"]
+    (missing / "result.json").unlink()
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING, logger="longterm.collect"):
+        runs = collect([str(sweep), str(masked)], out)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any(str(corrupt) in w and "corrupt" in w for w in warnings), warnings
+    assert any(str(missing) in w and "no result.json" in w for w in warnings), warnings
+    assert len(runs) == 4 and set(runs.task) == {"addition"}
+    assert len(pd.read_csv(out / "runs.csv")) == 4
+
+    cells = pd.read_csv(out / "table1.csv")  # the masked runs are not Table 1's
+    assert cells[["task", "pool", "T0", "seeds", "solved_seeds"]].values.tolist() == [
+        ["addition", "attention", 50, 2, 0]
+    ]
+    accs = sorted(r["final_acc"] for r in runs[~runs.mask_padding].to_dict("records"))
+    assert cells.unsolved_acc_min[0] == accs[0] and cells.unsolved_acc_max[0] == accs[1]
+    table = (out / "table1.md").read_text()
+    assert "| addition | attention | *" in table and "GPU (3)" in table  # T0=10000: paper's 3
+    masking = (out / "masking.md").read_text()
+    assert "| addition | attention | 50 | 1e-03 | 2 | *" in masking
+    for name in ("epochs_vs_T0.png", "learning_curves.png", "sweeps.md"):
+        assert (out / name).stat().st_size > 0
+    assert (
+        "python src/train.py -m task=addition seed=1,2 pool.mask_padding=true"
+        in (out / "sweeps.md").read_text()
+    )
+
+
+def test_variable_length_accuracy_by_length(tmp_path: Path):
+    """Each validation batch has one length; the mean over them is the run's final val/acc."""
+    args = ["data=variable", "data.min_length=20", "data.max_length=80", "data.val_batches=4"]
+    args += ["data.val_batch_size=5", "data.batches_per_epoch=4", "trainer.max_epochs=1"]
+    args += ["trainer.enable_progress_bar=false", "model.impl=reference"]
+    out = train_py(*args, f"hydra.run.dir={tmp_path / 'run'}")
+    assert out.returncode == 0, out.stderr
+    by_length = accuracy_by_batch(tmp_path / "run")
+    assert by_length.length.tolist() == [20, 40, 60, 80] and set(by_length.n) == {5}
+    final = read_json(tmp_path / "run" / "result.json")["final_acc"]
+    assert by_length.acc.mean() == pytest.approx(final)
+    collect([str(tmp_path / "run")], tmp_path / "out")
+    assert (
+        "| addition | attention | 1 | 1e-03 | 1 |"
+        in (tmp_path / "out" / "variable_length.md").read_text()
+    )
+    assert len(pd.read_csv(tmp_path / "out" / "accuracy_by_length.csv")) == 4
+
+
+def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):
+    with caplog.at_level(logging.WARNING, logger="longterm.collect"):
+        assert load_runs([tmp_path / "nowhere"]).empty
+    assert "nowhere: no such sweep directory" in caplog.text
