@@ -105,7 +105,7 @@ def sweeps_markdown(runs: pd.DataFrame) -> str:
             f"- runs: {len(g)} ({statuses})",
             f"- commits: {', '.join(sorted(g.commit.astype(str).unique()))}",
             f"- machine: {'; '.join(sorted(g.machine.unique()))}",
-            f"- CPU time of its runs: {g.wall_time_s.sum() / 60:.1f} min"
+            f"- time in its runs (sum of their wall times): {g.wall_time_s.sum() / 60:.1f} min"
             + (f"; first start to last finish: {span:.1f} min" if span is not None else ""),
             "",
         ]
