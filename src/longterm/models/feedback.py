@@ -26,10 +26,12 @@ with K = 1 (share_kv) or L; then the readout (`pool=last` by default) and the pa
 norm and bias conventions as models/transformer.py.
 """
 
+import math
+
 import torch
 from torch import Tensor, nn
 
-from longterm.models.attention import attend, norm, position_scores
+from longterm.models.attention import norm, position_scores
 from longterm.models.init import init_linear_
 from longterm.models.sequence import SequenceModel, with_head
 from longterm.models.transformer import check_shape
@@ -92,7 +94,11 @@ class FeedbackLayer(nn.Module):
     def forward(self, x: Tensor, k: Tensor, v: Tensor) -> Tensor:
         q = self.q(norm(x)).unflatten(-1, (self.n_heads, -1))[:, :, None]  # (B, H, 1, d_h)
         bias = position_scores(q, self.pos).flip(-1)  # window slot s holds offset S - s
-        a = x + self.out(attend(q, k, v, bias).flatten(1))
+        # Written out rather than scaled_dot_product_attention, whose CPU path scales a copy of
+        # the keys and keeps it for backward: for one query per step that copies the whole window
+        # (4 GB at T0 = 1000); here the window is only read.
+        a_t = torch.softmax((q @ k.transpose(-1, -2) + bias) / math.sqrt(q.shape[-1]), dim=-1)
+        a = x + self.out((a_t @ v).flatten(1))
         return a + self.ff(norm(a))
 
 
