@@ -93,12 +93,12 @@ class FeedbackLayer(nn.Module):
 
     def forward(self, x: Tensor, k: Tensor, v: Tensor) -> Tensor:
         q = self.q(norm(x)).unflatten(-1, (self.n_heads, -1))[:, :, None]  # (B, H, 1, d_h)
-        bias = position_scores(q, self.pos).flip(-1)  # window slot s holds offset S - s
-        # Written out rather than scaled_dot_product_attention, whose CPU path scales a copy of
-        # the keys and keeps it for backward: for one query per step that copies the whole window
-        # (4 GB at T0 = 1000); here the window is only read.
-        a_t = torch.softmax((q @ k.transpose(-1, -2) + bias) / math.sqrt(q.shape[-1]), dim=-1)
-        a = x + self.out((a_t @ v).flatten(1))
+        bias = position_scores(q, self.pos)[:, :, 0].flip(-1)  # slot s holds offset S - s
+        # Written out for one query: products and sums over the window read it in place, where
+        # scaled_dot_product_attention's CPU path would scale and keep a copy of it, and batched
+        # one-row matrix products (and their backward) run as B*H tiny BLAS calls.
+        a_t = torch.softmax(((q * k).sum(-1) + bias) / math.sqrt(q.shape[-1]), dim=-1)
+        a = x + self.out((a_t[..., None] * v).sum(dim=2).flatten(1))  # (B, H, S) -> (B, D)
         return a + self.ff(norm(a))
 
 
