@@ -2,9 +2,10 @@
 transformer, all-attention and feedback models.
 
 The score of query step i on context step j adds a learned embedding of the offset i - j to the
-key, as in the adaptive-span code (Sukhbaatar et al. 2019a, §3): s_ij = q_i · (k_j + p_{i-j}),
-one embedding per head for each offset the span allows. Persistent slots (Sukhbaatar et al.
-2019b, §4, eq. 5-6) are N key/value pairs per head that depend on no input; they enter the same
+key, as in the adaptive-span code (Sukhbaatar et al. 2019a, "Adaptive Attention Span in
+Transformers"): s_ij = q_i · (k_j + p_{i-j}), one embedding per head for each offset the span
+allows. Persistent slots (Sukhbaatar et al. 2019b, "Augmenting Self-attention with Persistent
+Memory") are N key/value pairs per head that depend on no input; they enter the same
 softmax as the context and carry no position term:
 
     a_i = softmax(([q_i · (k_j + p_{i-j})]_j  ++  [q_i · m^k_n]_n) / sqrt(d_h))

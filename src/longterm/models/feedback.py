@@ -1,12 +1,12 @@
 """Feedback Transformer (Fan et al. 2020, "Addressing Some Limitations of Transformers with
-Feedback Memory", §3.2): every layer at step t attends to one memory per past step, built from all
+Feedback Memory"): every layer at step t attends to one memory per past step, built from all
 layers of that step, so the lowest layer of step t sees the highest layer of step t - 1.
 
     x_t^0 = W_in x_t + b_in
     a_t^l = x_t^{l-1} + W_o^l Attn(W_q^l LN(x_t^{l-1}),  K_t, V_t)        l = 1..L
     x_t^l = a_t^l + W_2^l ReLU(W_1^l LN(a_t^l))
-    m_t = sum_{l=0..L} softmax(w)_l x_t^l,    w = 0 at the start (uniform over layers)   [eq. 3]
-    K_t, V_t = W_k LN(m_{t-S}), ..., W_k LN(m_{t-1})  (and W_v)                            [eq. 4]
+    m_t = sum_{l=0..L} softmax(w)_l x_t^l,    w = 0 at the start (uniform over layers)
+    K_t, V_t = W_k LN(m_{t-S}), ..., W_k LN(m_{t-1})  (and W_v)
     h_t = LN(x_t^L)
 
 Each layer of step t attends to the memories of the S = `attn_span` steps before it, m_{t-S..t-1},
@@ -46,7 +46,7 @@ class SlidingWindow:
         self.data = like.new_zeros(batch, n_heads, span + steps, d_h)
         self.grad = torch.zeros_like(self.data)  # d loss / d data, filled during backward
 
-    def view(self, t: Tensor | int) -> Tensor:
+    def view(self, t: int) -> Tensor:
         """The window of step t as a new tensor on the buffer's storage (its own version counter,
         so writing later slots does not invalidate it for backward)."""
         return self.data.new_empty(0).set_(self.data[:, :, t : t + self.span])

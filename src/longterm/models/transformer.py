@@ -1,5 +1,5 @@
 """Causal transformer and all-attention encoders (Sukhbaatar et al. 2019b, "Augmenting
-Self-attention with Persistent Memory", §3-4), the second an ablation of the first: the
+Self-attention with Persistent Memory"), the second an ablation of the first: the
 feed-forward sublayer is replaced by N persistent key/value slots per head inside the attention's
 softmax (models/attention.py).
 
@@ -81,7 +81,7 @@ class TransformerLayer(nn.Module):
 
 
 class AllAttentionLayer(nn.Module):
-    """Pre-norm: h' = h + AllAttn(LN(h)), context and persistent slots in one softmax [eq. 5-6]."""
+    """Pre-norm: h' = h + AllAttn(LN(h)), context and persistent slots in one softmax."""
 
     def __init__(self, dim: int, n_heads: int, span: int, n_persistent: int):
         super().__init__()
