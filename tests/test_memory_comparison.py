@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, train_py
 
-from longterm.collect import load
+from longterm.arch_runs import load
 from longterm.config import ConfigError
 from longterm.memory_comparison import COMMANDS, main
 from longterm.preflight import check

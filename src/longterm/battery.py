@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from longterm.collect import archs, load, pct, provenance
+from longterm.arch_runs import archs, load, pct, provenance
 from longterm.data import FixedLengthData
 from longterm.tasks import default_width
 from longterm.tasks.order import X

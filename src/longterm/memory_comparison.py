@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from longterm.arch_runs import archs, load, pct, provenance
 from longterm.battery import references
-from longterm.collect import archs, load, pct, provenance
 from longterm.tasks import default_width
 
 COMMANDS = (

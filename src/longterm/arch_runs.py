@@ -1,5 +1,5 @@
-"""The runs under sweep directories as one table, a row per result.json: what the table generators
-(battery.py, memory_comparison.py) read."""
+"""The runs under sweep directories as one table, a row per result.json, each named by its
+architecture: what the table generators battery.py and memory_comparison.py read."""
 
 import json
 from pathlib import Path
