@@ -1,10 +1,12 @@
 """Training throughput and peak memory per update of the paper's model (reference, fused and
-`torch.compile` implementations) and of recurrent baselines, at T0 = 100, 1000, 10000; writes
+`torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and of the
+attention models (transformer, all-attention, feedback) at T0 = 100 and 1000; writes
 docs/performance.md. A benchmark, not a test: every ratio is taken between cases measured in the
 same run, because the machines these run on are shared and their speed varies from run to run.
 
     python bench/throughput.py                       # the full table, docs/performance.md
     python bench/throughput.py --T0 100 --out /tmp/perf.md
+    python bench/throughput.py --T0 100 --cases reference transformer feedback --out /tmp/perf.md
 
 One update is forward, backward and an Adam step on one batch of the addition task (B = 100, the
 paper's data: each sequence T0 to 1.1 T0 steps, padded), for the model that `src/train.py` builds
@@ -52,7 +54,12 @@ CASES = {
     "compile(reference)": (["model.impl=reference"], True),
     "rnn": (["model=rnn", "pool=last"], False),
     "lstm": (["model=lstm", "pool=last"], False),
+    "transformer": (["arch=transformer"], False),
+    "all_attention": (["arch=all_attention"], False),
+    "feedback": (["arch=feedback"], False),
 }
+# Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
+MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000}
 PAPER_RNN_OVER_ATTENTION = 917 / 254  # epoch times at T0 = 10000 on a GTX 980 Ti (§2.2)
 
 
@@ -253,7 +260,7 @@ def main() -> None:
     data = {T0: data_ms(T0) for T0 in args.T0}
     records = []
     for T0 in args.T0:
-        for case in args.cases:
+        for case in [c for c in args.cases if MAX_T0.get(c, T0) >= T0]:
             records.append(run_case(case, T0, args))
             r = records[-1]
             print(
@@ -275,8 +282,9 @@ def main() -> None:
         f"- float32 matmul peak measured in this run: {peak:.1f} GFLOP/s",
         f"- whole benchmark: {time.perf_counter() - started:.0f} s",
         "",
-        f"B = {B}, D = 100, addition task, float32. Ratios are against the reference "
-        "implementation at the same T0, measured in this run.",
+        f"B = {B}, D = 100 (the attention models: D = 64, two layers, span 64, conf/model/), "
+        "addition task, float32. Ratios are against the reference implementation at the same "
+        "T0, measured in this run.",
         "",
         *table(records, peak, data),
         "",

@@ -32,6 +32,9 @@ def test_every_shipped_config_passes():
         ("task=xor", "data.lengths=per_batch"),
         ("launcher=submitit_local",),
         ("launcher=slurm", "launcher.partition=gpu", "trainer.devices=[0,1]"),
+        ("arch=transformer",),
+        ("arch=all_attention", "model.n_persistent=0"),
+        ("model=feedback", "model.share_kv=false", "pool=attention"),
     ]:
         assert validate(composed(*overrides)).T0 == 50
 
@@ -59,11 +62,33 @@ def test_every_shipped_config_passes():
         ("trainer.max_epochs", 0, "trainer.max_epochs=0 is invalid"),
         ("data.val_batches", 3, "data.val_batches is not a key of data=fixed"),
         ("pool.temperature", 2.0, "pool.temperature is not a key of pool=attention"),
+        ("model.heads", 2, "model.heads is not a key of model=feedforward"),
     ],
 )
 def test_bad_values_fail_with_one_line(base, key, value, expected):
     with pytest.raises(ConfigError) as err:
         validate(with_(base, key, value))
+    message = str(err.value)
+    assert message.startswith(expected) and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "model, key, value, expected",
+    [
+        ("transformer", "heads", 3, "model: heads=3 must divide dim=64"),
+        ("all_attention", "heads", 0, "model.heads=0 is invalid: Input should be greater than"),
+        ("all_attention", "n_persistent", -1, "model.n_persistent=-1 is invalid: Input should"),
+        ("feedback", "layers", 0, "model.layers=0 is invalid: Input should be greater than"),
+        ("transformer", "attn_span", 0, "model.attn_span=0 is invalid: Input should be greater"),
+        ("transformer", "d_ff", 0, "model.d_ff=0 is invalid: Input should be greater than"),
+        ("feedback", "share_kv", "yes", "model.share_kv='yes' is invalid: Input should be a"),
+        ("transformer", "n_persistent", 4, "model.n_persistent is not a key of model=transformer"),
+        ("all_attention", "impl", "fused", "model.impl=fused is invalid for model=all_attention"),
+    ],
+)
+def test_bad_attention_model_values_fail_with_one_line(model, key, value, expected):
+    with pytest.raises(ConfigError) as err:
+        validate(with_(composed(f"arch={model}"), f"model.{key}", value))
     message = str(err.value)
     assert message.startswith(expected) and "\n" not in message
 

@@ -63,6 +63,33 @@ def test_every_model_trains_on_every_task(tmp_path, arch):
     assert results["associative_recallcross_entropy"]["k"] == 4
 
 
+# Attention models, D = 64, two layers, span 64, d_ff = N = 64, on variable tracking (F = 20,
+# 10 classes); the head is 64 * 100 + 100 + 100 * 10 + 10.
+ATTENTION_ARCHS = {
+    "transformer": 20 * 64 + 64 + 2 * (4 * 64**2 + 64 * 64 + 2 * 64 * 64) + 7510,
+    "all_attention": 20 * 64 + 64 + 2 * (4 * 64**2 + 64 * 64 + 2 * 64 * 64) + 7510,
+    "feedback": 20 * 64 + 64 + 2 * (2 * 64**2 + 64 * 64 + 2 * 64 * 64) + 2 * 64**2 + 3 + 7510,
+}
+
+
+def test_attention_models_train(tmp_path):
+    """The three attention models through src/train.py, read at their last real step."""
+    out = train_py(
+        "-m",
+        f"arch={','.join(ATTENTION_ARCHS)}",
+        "task=variable_tracking",
+        *TINY,
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    results = {r["model"]: r for r in map(read_json, tmp_path.glob("*/result.json"))}
+    assert sorted(results) == sorted(ATTENTION_ARCHS)
+    for name, r in results.items():
+        assert (r["pool"], r["status"], r["updates"]) == ("last", "max_epochs", 3)
+        assert r["n_params"] == ATTENTION_ARCHS[name] and 0.0 <= r["best_acc"] <= 1.0
+        assert r["diverged_step"] is None
+
+
 def test_fused_feedforward_on_a_classification_task(tmp_path):
     out = train_py("arch=attention", "task=temporal_order", *TINY, f"hydra.run.dir={tmp_path}")
     assert out.returncode == 0, out.stderr
@@ -99,7 +126,8 @@ def test_new_tasks_with_other_data_and_readouts(tmp_path, args, expected):
     [
         (
             ["model=gru"],
-            "model='gru' is invalid: choose one of feedforward, linear_memory, lstm, rnn",
+            "model='gru' is invalid: choose one of all_attention, feedback, feedforward, "
+            "linear_memory, lstm, rnn, transformer",
         ),
         (["task.loss=hinge"], "task.loss='hinge' is invalid"),
         (
@@ -117,7 +145,8 @@ def test_new_tasks_with_other_data_and_readouts(tmp_path, args, expected):
         ),
         (["model=rnn", "model.impl=fused"], "model.impl=fused is invalid for model=rnn"),
         (["pool=last"], "model.impl=fused is invalid with pool=last"),
-        (["arch=transformer"], "arch='transformer' is invalid: choose one of attention"),
+        (["arch=gpt"], "arch='gpt' is invalid: choose one of all_attention, attention"),
+        (["model=feedback", "model.heads=3"], "model: heads=3 must divide dim=64"),
     ],
 )
 def test_bad_model_and_task_overrides_fail_with_one_line(tmp_path, args, message):

@@ -9,58 +9,21 @@ all that pooling over per-step features can see).
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from longterm.arch_runs import archs, load, pct, provenance
 from longterm.data import FixedLengthData
 from longterm.tasks import default_width
 from longterm.tasks.order import X
 
-ARCHS = {  # (model, pool) -> the name of the architecture in the table
-    ("feedforward", "attention"): "attention",
-    ("feedforward", "mean"): "mean",
-    ("rnn", "last"): "rnn",
-    ("lstm", "last"): "lstm",
-    ("linear_memory", "last"): "linear_memory",
-}
 COMMANDS = (
     "python src/train.py experiment=order_battery",
     "python src/train.py experiment=order_battery task=associative_recall task.params.k=2,8",
 )
-
-
-def load(dirs: list[Path]) -> pd.DataFrame:
-    """One row per run found under `dirs`."""
-    rows = []
-    for path in sorted(p for d in dirs for p in Path(d).glob("**/result.json")):
-        r = json.loads(path.read_text())
-        k = r["config"]["task"]["params"].get("k")
-        rows.append(
-            {
-                "task": r["task"] + (f" k={k}" if k is not None else ""),
-                "arch": ARCHS.get((r["model"], r["pool"]), f"{r['model']}+{r['pool']}"),
-                "best_acc": r["best_acc"],
-                "status": r["status"],
-                "epoch_solved": r["epoch_solved"],
-                "updates": r["updates"],
-                "wall_time_s": r["wall_time_s"],
-                "n_params": r["n_params"],
-                "commit": r["git_commit"],
-                "machine": f"{r['machine']['processor']}, {r['machine']['cpus']} cores, "
-                f"torch {r['machine']['torch']}",
-                "data": r["config"]["data"],
-                "loss": r["loss"],
-            }
-        )
-    rank = {arch: i for i, arch in enumerate(ARCHS.values())}
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    return df.sort_values(["arch", "task"], key=lambda c: c.map(rank) if c.name == "arch" else c)
 
 
 def references(data: dict, loss: str) -> tuple[float | None, float | None]:
@@ -77,16 +40,6 @@ def references(data: dict, loss: str) -> tuple[float | None, float | None]:
     n_y = x[:, :, X + 1].sum(1).astype(int)  # how many Y: all an order-blind model can tell
     ceiling = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)
     return chance, ceiling
-
-
-def pct(value: float | None) -> str:
-    return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
-
-
-def archs(df: pd.DataFrame) -> list[str]:
-    """The architectures of the runs, in the order of ARCHS."""
-    order = [a for a in ARCHS.values() if a in set(df.arch)]
-    return order + sorted(set(df.arch) - set(order))
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
@@ -152,8 +105,7 @@ Commands (conf/experiment/order_battery.yaml), then this table:
 python -m longterm.battery {" ".join(map(str, dirs))} --out docs/order_battery.md
 ```
 
-{len(df)} runs; commit(s) {", ".join(sorted(set(df.commit)))}; {"; ".join(sorted(set(df.machine)))};
-{df.wall_time_s.sum() / 60:.1f} minutes of training in all.
+{provenance(df)}
 
 ## Best validation accuracy (%)
 

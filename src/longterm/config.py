@@ -25,7 +25,9 @@ from longterm.tasks import MIN_LENGTH, TASKS, generate
 # fails in about a second.
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 INITS = ("paper", "torch")  # model.init
-MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # model.name
+PER_STEP_MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # models with the common keys
+ATTENTION_MODELS = ("all_attention", "transformer", "feedback")  # and heads, layers, attn_span
+MODELS = PER_STEP_MODELS + ATTENTION_MODELS  # model.name
 POOLS = ("attention", "mean", "last")  # pool.name
 LOSSES = ("mse", "cross_entropy")  # task.loss
 IMPLS = ("reference", "fused")  # model.impl
@@ -66,12 +68,45 @@ class PoolSection(Section):
 
 
 class ModelSection(Section):
-    name: Literal[MODELS]
+    name: Literal[PER_STEP_MODELS]
     dim: int = Field(ge=1)
     hidden: int = Field(ge=1)
     negative_slope: float = Field(ge=0)
     init: Literal[INITS]
     impl: Literal[IMPLS]
+
+
+class AttentionModelSection(ModelSection):
+    """The keys every attention model has (models/transformer.py, models/feedback.py)."""
+
+    name: Literal[ATTENTION_MODELS]
+    heads: int = Field(ge=1)
+    layers: int = Field(ge=1)
+    attn_span: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def heads_divide_dim(self) -> "AttentionModelSection":
+        if self.dim % self.heads:
+            raise ValueError(f"heads={self.heads} must divide dim={self.dim}")
+        return self
+
+
+class AllAttentionSection(AttentionModelSection):
+    name: Literal["all_attention"]
+    n_persistent: int = Field(ge=0)  # N persistent key/value slots per head
+
+
+class TransformerSection(AttentionModelSection):
+    name: Literal["transformer"]
+    d_ff: int = Field(ge=1)
+
+
+class FeedbackSection(TransformerSection):
+    name: Literal["feedback"]
+    share_kv: bool
+
+
+MODEL_SECTIONS = ModelSection | AllAttentionSection | TransformerSection | FeedbackSection
 
 
 class DataSection(Section):
@@ -178,7 +213,7 @@ class TrainConfig(OpenSection):
     optim: OptimSection
     task: TaskSection
     pool: PoolSection
-    model: ModelSection
+    model: Annotated[MODEL_SECTIONS, Field(discriminator="name")]
     data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
     trainer: TrainerSection
     callbacks: CallbacksSection
@@ -188,7 +223,7 @@ class TrainConfig(OpenSection):
 
 
 # Sections chosen from a config group; pydantic puts the choice in an error's location.
-TAGGED = ("data", "launcher")
+TAGGED = ("model", "data", "launcher")
 
 
 def plain(value: Any) -> Any:

@@ -1,0 +1,79 @@
+"""The runs under sweep directories as one table, a row per result.json, each named by its
+architecture: what the table generators battery.py and memory_comparison.py read."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+ARCHS = {  # (model, pool) -> the name of the architecture in tables, in table order
+    ("feedforward", "attention"): "attention",
+    ("feedforward", "mean"): "mean",
+    ("rnn", "last"): "rnn",
+    ("lstm", "last"): "lstm",
+    ("linear_memory", "last"): "linear_memory",
+    ("transformer", "last"): "transformer",
+    ("all_attention", "last"): "all_attention",
+    ("feedback", "last"): "feedback",
+}
+
+
+def arch_name(result: dict) -> str:
+    """The architecture of a run; all-attention with its number of persistent slots."""
+    name = ARCHS.get((result["model"], result["pool"]), f"{result['model']}+{result['pool']}")
+    if result["model"] == "all_attention":
+        name += f" N={result['config']['model']['n_persistent']}"
+    return name
+
+
+def load(dirs: list[Path]) -> pd.DataFrame:
+    """One row per run found under `dirs`, in the order of ARCHS, then by task and seed."""
+    rows = []
+    for path in sorted(p for d in dirs for p in Path(d).glob("**/result.json")):
+        r = json.loads(path.read_text())
+        k = r["config"]["task"]["params"].get("k")
+        rows.append(
+            {
+                "task": r["task"] + (f" k={k}" if k is not None else ""),
+                "arch": arch_name(r),
+                "seed": r["seed"],
+                "best_acc": r["best_acc"],
+                "status": r["status"],
+                "epoch_solved": r["epoch_solved"],
+                "updates": r["updates"],
+                "wall_time_s": r["wall_time_s"],
+                "n_params": r["n_params"],
+                "commit": r["git_commit"],
+                "machine": f"{r['machine']['processor']}, {r['machine']['cpus']} cores, "
+                f"torch {r['machine']['torch']}",
+                "data": r["config"]["data"],
+                "loss": r["loss"],
+            }
+        )
+    rows.sort(key=lambda row: (rank(row["arch"]), row["task"], row["seed"]))
+    return pd.DataFrame(rows)
+
+
+def rank(arch: str) -> tuple[int, str]:
+    """Sort key of an architecture name: the order of ARCHS, variants after their model."""
+    names = list(ARCHS.values())
+    base = arch.split(" ")[0]
+    return (names.index(base) if base in names else len(names), arch)
+
+
+def archs(df: pd.DataFrame) -> list[str]:
+    """The architectures of the runs, in table order."""
+    return sorted(set(df.arch), key=rank)
+
+
+def pct(value: float | None) -> str:
+    return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
+
+
+def provenance(df: pd.DataFrame) -> str:
+    """Runs, commits, machines and the training time they took."""
+    return (
+        f"{len(df)} runs; commit(s) {', '.join(sorted(set(df.commit.astype(str))))}; "
+        f"{'; '.join(sorted(set(df.machine)))};\n"
+        f"{df.wall_time_s.sum() / 60:.1f} minutes of training in all."
+    )

@@ -1,0 +1,141 @@
+"""The memory comparison's tables, from its runs' result.json files
+(conf/experiment/memory_comparison.yaml):
+
+    python -m longterm.memory_comparison outputs/memory_comparison --out docs/memory_comparison.md
+
+Every architecture on every task: the best validation accuracy of each run, as the mean over
+seeds and its range (lowest and highest seed), beside the parameter count of the architecture on
+that task; the best constant predictor (chance) on the same validation sets for reference.
+"""
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from longterm.arch_runs import archs, load, pct, provenance
+from longterm.battery import references
+from longterm.tasks import default_width
+
+COMMANDS = (
+    "python src/train.py experiment=memory_comparison",
+    "python src/train.py experiment=memory_comparison arch=all_attention model.n_persistent=0,16",
+)
+
+
+def over_seeds(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task and architecture: parameters, seeds, mean and range of the best accuracy (%),
+    runs solved, mean wall time."""
+    grouped = runs.groupby(["task", "arch"], sort=False)
+    return grouped.agg(
+        params=("n_params", "max"),
+        seeds=("seed", "nunique"),
+        mean=("best_acc", "mean"),
+        low=("best_acc", "min"),
+        high=("best_acc", "max"),
+        solved=("status", lambda s: int((s == "solved").sum())),
+        wall_s=("wall_time_s", "mean"),
+    ).reset_index()
+
+
+def cell(row: pd.Series) -> str:
+    """'mean (low-high)' in %; the mean alone for one seed."""
+    if row.seeds == 1:
+        return pct(row["mean"])
+    return f"{pct(row['mean'])} ({pct(row.low)}–{pct(row.high)})"
+
+
+def summary(stats: pd.DataFrame) -> pd.DataFrame:
+    """Architectures by tasks: mean (range) best accuracy over seeds."""
+    stats = stats.assign(cell=stats.apply(cell, axis=1))
+    table = stats.pivot(index="arch", columns="task", values="cell")
+    return table.loc[archs(stats)].fillna("")
+
+
+def task_table(stats: pd.DataFrame) -> pd.DataFrame:
+    """One task: a row per architecture with its parameters beside its accuracies."""
+    return pd.DataFrame(
+        {
+            "architecture": stats.arch,
+            "parameters": stats.params.map("{:,}".format),
+            "mean best acc (%)": stats["mean"].map(pct),
+            "range (%)": stats.low.map(pct) + "–" + stats.high.map(pct),
+            "seeds": stats.seeds,
+            "solved": stats.solved,
+            "wall time per run (s)": stats.wall_s.map("{:.0f}".format),
+        }
+    )
+
+
+def chance(runs: pd.DataFrame) -> str:
+    """The best constant predictor of each classification task on its validation set."""
+    first = runs.drop_duplicates("task")
+    refs = [(r.task, references(r.data, r.loss)[0]) for r in first.itertuples()]
+    return ", ".join(f"{task} {pct(c)}%" for task, c in refs if c is not None)
+
+
+def report(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
+    first = df.data.iloc[0]
+    stats = over_seeds(df)
+    generator = shlex.join(
+        ["python", "-m", "longterm.memory_comparison", *map(str, dirs)]
+        + (["--out", str(out)] if out else [])
+    )
+    sections = [
+        f"### {task}\n\n"
+        + task_table(stats[stats.task == task]).to_markdown(index=False, disable_numparse=True)
+        for task in sorted(set(stats.task))
+    ]
+    return f"""# The memory comparison
+
+Feed-forward attention and mean pooling (the paper), recurrent baselines, a linear memory, and
+three attention models (transformer, all-attention with N persistent slots per head, Feedback
+Transformer; docs/models.md) on the paper's addition and multiplication problems, temporal
+order, variable tracking and associative recall at T0 = {first["T0"]} (lengths
+{first["T0"]}..{default_width(first["T0"]) - 1}), at most {df.updates.max()} updates of
+{first["batch_size"]} sequences each, validation on {first["val_size"]} sequences; a run stops
+early at 100%. Classification tasks: accuracy of the arg-max; addition and multiplication:
+|y - ŷ| < 0.04. Each cell is the best validation accuracy of a run, the mean over seeds with the
+lowest and highest seed in brackets.
+
+Commands (conf/experiment/memory_comparison.yaml), then these tables:
+
+```
+{chr(10).join(f"OMP_NUM_THREADS=1 {c}" for c in COMMANDS)}
+{generator}
+```
+
+{provenance(df)}
+
+## Best validation accuracy (%), mean over seeds (range)
+
+{summary(stats).to_markdown(disable_numparse=True)}
+
+Chance (the best constant predictor on the same validation sets): {chance(df) or "none"}.
+
+## Per task, with parameter counts
+
+{(chr(10) * 2).join(sections)}
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
+    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
+    args = parser.parse_args(argv)
+    df = load(args.dirs)
+    if df.empty:
+        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
+    text = report(df, args.dirs, args.out)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(df)} runs)")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

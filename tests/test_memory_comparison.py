@@ -1,0 +1,60 @@
+"""The memory comparison: its experiment config, and the tables built from its runs' result.json."""
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, train_py
+
+from longterm.arch_runs import load
+from longterm.config import ConfigError
+from longterm.memory_comparison import COMMANDS, main
+from longterm.preflight import check
+
+
+def test_the_comparison_launches_every_architecture_on_every_task():
+    """Both commands compose and validate their jobs (one task and seed of the first: the
+    architectures are what changes the config; the seeds and the tasks are checked elsewhere)."""
+    first, second = (command.split()[2:] for command in COMMANDS)
+    check([*first, "task=addition", "seed=0"], ROOT / "conf")
+    check([*second, "seed=0"], ROOT / "conf")
+    with pytest.raises(ConfigError, match="model.n_persistent=-1 is invalid"):
+        check([*second[:2], "model.n_persistent=-1"], ROOT / "conf")
+
+
+def test_tables_from_a_small_comparison(tmp_path: Path):
+    """All-attention with N = 0 and 64 persistent slots, two seeds, on temporal order."""
+    out = train_py(
+        "experiment=memory_comparison",
+        "arch=all_attention",
+        "model.n_persistent=0,64",
+        "task=temporal_order",
+        "seed=0,1",
+        "T0=20",
+        "data.batches_per_epoch=2",
+        "data.val_size=100",
+        "trainer.max_epochs=1",
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    runs = load([tmp_path])
+    assert list(zip(runs.arch, runs.seed, strict=True)) == [
+        ("all_attention N=0", 0),
+        ("all_attention N=0", 1),
+        ("all_attention N=64", 0),
+        ("all_attention N=64", 1),
+    ]
+    main([str(tmp_path), "--out", str(tmp_path / "table.md")])
+    text = (tmp_path / "table.md").read_text()
+    lines = text.splitlines()
+    for n in (0, 64):
+        arch = f"all_attention N={n}"
+        acc, params = runs[runs.arch == arch].best_acc, runs[runs.arch == arch].n_params.iloc[0]
+        low, high = sorted(acc)
+        summary = next(line for line in lines if line.startswith(f"| {arch} "))
+        assert f"{100 * acc.mean():.1f} ({100 * low:.1f}–{100 * high:.1f})" in summary
+        detail = next(line for line in lines if line.startswith(f"| {arch} ") and "," in line)
+        assert re.search(rf"\|\s+{params:,}\s+\|\s+{100 * acc.mean():.1f}\s+\|", detail)
+    assert (runs.n_params[runs.arch == "all_attention N=64"] > runs.n_params.min()).all()
+    assert "4 runs" in text and re.search(r"Chance .*: temporal_order \d+\.\d%", text)
+    assert f"python -m longterm.memory_comparison {tmp_path} --out {tmp_path / 'table.md'}" in text
