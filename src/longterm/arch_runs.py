@@ -1,10 +1,11 @@
 """The runs under sweep directories as one table, a row per result.json, each named by its
 architecture: what the table generators battery.py and memory_comparison.py read."""
 
-import json
 from pathlib import Path
 
 import pandas as pd
+
+from longterm.sweeps import load_runs
 
 ARCHS = {  # (model, pool) -> the name of the architecture in tables, in table order
     ("feedforward", "attention"): "attention",
@@ -27,27 +28,18 @@ def arch_name(result: dict) -> str:
 
 
 def load(dirs: list[Path]) -> pd.DataFrame:
-    """One row per run found under `dirs`, in the order of ARCHS, then by task and seed."""
+    """One row per finished run under `dirs` (longterm.sweeps.load_runs, which warns about the
+    others), in the order of ARCHS, then by task and seed."""
     rows = []
-    for path in sorted(p for d in dirs for p in Path(d).glob("**/result.json")):
-        r = json.loads(path.read_text())
+    for r in load_runs(dirs).to_dict("records"):
         k = r["config"]["task"]["params"].get("k")
         rows.append(
             {
                 "task": r["task"] + (f" k={k}" if k is not None else ""),
                 "arch": arch_name(r),
-                "seed": r["seed"],
-                "best_acc": r["best_acc"],
-                "status": r["status"],
-                "epoch_solved": r["epoch_solved"],
-                "updates": r["updates"],
-                "wall_time_s": r["wall_time_s"],
-                "n_params": r["n_params"],
-                "commit": r["git_commit"],
-                "machine": f"{r['machine']['processor']}, {r['machine']['cpus']} cores, "
-                f"torch {r['machine']['torch']}",
+                **{c: r[c] for c in ("seed", "best_acc", "status", "epoch_solved", "updates")},
+                **{c: r[c] for c in ("wall_time_s", "n_params", "commit", "machine", "loss")},
                 "data": r["config"]["data"],
-                "loss": r["loss"],
             }
         )
     rows.sort(key=lambda row: (rank(row["arch"]), row["task"], row["seed"]))

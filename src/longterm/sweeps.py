@@ -45,6 +45,8 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "finished_at": r.get("finished_at"),
         "commit": r["git_commit"],
         "machine": machine_name(r["machine"]),
+        "loss": r["loss"],
+        "config": r["config"],
     }
 
 
