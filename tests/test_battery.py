@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, train_py
 
-from longterm.battery import load, main, references
+from longterm.arch_runs import load
+from longterm.battery import main, references
 from longterm.config import ConfigError
 from longterm.preflight import check
 

@@ -1,6 +1,9 @@
 """The runs under sweep directories as one table, a row per result.json, each named by its
 architecture: what the table generators battery.py and memory_comparison.py read."""
 
+import argparse
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -69,3 +72,22 @@ def provenance(df: pd.DataFrame) -> str:
         f"{'; '.join(sorted(set(df.machine)))};\n"
         f"{df.wall_time_s.sum() / 60:.1f} minutes of training in all."
     )
+
+
+def table_cli(
+    doc: str, report: Callable[[pd.DataFrame, list[Path], Path | None], str], argv=None
+) -> None:
+    """The command line of a table generator: sweep directories in, Markdown out (or printed)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
+    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
+    args = parser.parse_args(argv)
+    df = load(args.dirs)
+    if df.empty:
+        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
+    text = report(df, args.dirs, args.out)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(df)} runs)")
+    else:
+        print(text)

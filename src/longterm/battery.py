@@ -8,14 +8,12 @@ temporal order, the best order-blind predictor (one that sees only how many X an
 all that pooling over per-step features can see).
 """
 
-import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from longterm.arch_runs import archs, load, pct, provenance
+from longterm.arch_runs import archs, pct, provenance, table_cli
 from longterm.data import FixedLengthData
 from longterm.tasks import default_width
 from longterm.tasks.order import X
@@ -125,19 +123,7 @@ Solved (100%): {solved_at or "none"}.
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    args = parser.parse_args(argv)
-    df = load(args.dirs)
-    if df.empty:
-        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
-    text = report(df, args.dirs)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(df)} runs)")
-    else:
-        print(text)
+    table_cli(__doc__, lambda df, dirs, out: report(df, dirs), argv)
 
 
 if __name__ == "__main__":

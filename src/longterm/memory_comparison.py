@@ -8,14 +8,12 @@ seeds and its range (lowest and highest seed), beside the parameter count of the
 that task; the best constant predictor (chance) on the same validation sets for reference.
 """
 
-import argparse
 import shlex
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-from longterm.arch_runs import archs, load, pct, provenance
+from longterm.arch_runs import archs, pct, provenance, table_cli
 from longterm.battery import references
 from longterm.tasks import default_width
 
@@ -122,19 +120,7 @@ Chance (the best constant predictor on the same validation sets): {chance(df) or
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    args = parser.parse_args(argv)
-    df = load(args.dirs)
-    if df.empty:
-        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
-    text = report(df, args.dirs, args.out)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(df)} runs)")
-    else:
-        print(text)
+    table_cli(__doc__, report, argv)
 
 
 if __name__ == "__main__":
