@@ -158,7 +158,8 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
         (["T1=50"], "Could not override 'T1'"),
         (
             ["experiment=table2"],
-            "experiment='table2' is invalid: choose one of order_battery, table1, variable_length",
+            "experiment='table2' is invalid: choose one of memory_comparison, order_battery, "
+            "table1, variable_length",
         ),
         (
             ["data.batch_size=0"],
