@@ -51,7 +51,7 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     runs = load_runs(sweeps)
     if runs.empty:
         raise SystemExit(f"no finished runs under {', '.join(sweeps)}")
-    runs.drop(columns=["history", "config"]).to_csv(out / "runs.csv", index=False)
+    runs.drop(columns="config").to_csv(out / "runs.csv", index=False)
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
     seeds = table1_seeds(runs)
     cells = table1(seeds)
