@@ -23,13 +23,12 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from longterm.results import RESULT_FILE
+from longterm.results import RESULT_FILE, now
 
 TRAIN_PY = Path(__file__).resolve().parents[1] / "train.py"
 CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
@@ -113,10 +112,6 @@ def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
     path = sweep_dir / SWEEP_RECORD
     entries = json.loads(path.read_text()) if path.exists() else []
     path.write_text(json.dumps([*entries, entry], indent=2) + "\n")
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

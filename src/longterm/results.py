@@ -9,6 +9,7 @@ import os
 import platform
 import subprocess
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,8 @@ def machine() -> dict[str, Any]:
         "torch": torch.__version__,
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
     }
+
+
+def now() -> str:
+    """The time in UTC, ISO 8601 to the second (a sweep's span is read from these)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")

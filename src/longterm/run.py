@@ -4,7 +4,6 @@ events. With `preflight.py`, the only modules of the package that know Hydra."""
 import logging
 import time
 import warnings
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from torch.utils.tensorboard.summary import hparams
 from longterm.callbacks import StopOnDivergence, StopWhenSolved
 from longterm.config import validate
 from longterm.module import MemoryTaskModule
-from longterm.results import RESULT_FILE, git_commit, machine, write_result
+from longterm.results import RESULT_FILE, git_commit, machine, now, write_result
 from longterm.rundir import RunDirError, checkpoint_step, claim, finished
 
 log = logging.getLogger(__name__)
@@ -200,11 +199,6 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
     )
     return result
-
-
-def now() -> str:
-    """The time in UTC, ISO 8601 to the second (a sweep's span is read from these)."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def outcome(trainer: L.Trainer, callbacks: list[L.Callback]) -> dict[str, Any]:
