@@ -33,14 +33,15 @@ def head(D: int, out: int, hidden: int = 100) -> int:
     return D * hidden + hidden + hidden * out + out
 
 
+@pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("F, D, H, L, S, N", [(8, 64, 4, 2, 64, 16), (3, 12, 3, 3, 5, 0)])
-def test_parameter_counts_follow_the_docstring_formulas(F, D, H, L, S, N):
+def test_parameter_counts_follow_the_docstring_formulas(F, D, H, L, S, N, norm):
     kw = dict(dim=D, heads=H, layers=L, attn_span=S)
     encoder = F * D + D
-    assert n_params(all_attention(F, 4, LastStep(D), n_persistent=N, **kw)) == (
+    assert n_params(all_attention(F, 4, LastStep(D), n_persistent=N, norm=norm, **kw)) == (
         encoder + L * (4 * D**2 + S * D + 2 * N * D) + head(D, 4)
     )
-    assert n_params(transformer(F, 4, LastStep(D), d_ff=N + 1, **kw)) == (
+    assert n_params(transformer(F, 4, LastStep(D), d_ff=N + 1, norm=norm, **kw)) == (
         encoder + L * (4 * D**2 + S * D + 2 * D * (N + 1)) + head(D, 4)
     )
     for share_kv, K in [(True, 1), (False, L)]:
@@ -89,14 +90,15 @@ def direct_attention(m: SelfAttention, x: torch.Tensor) -> torch.Tensor:
     B, T, D = x.shape
     H, S, d = m.n_heads, m.span, D // m.n_heads
     q, k, v = (p.view(B, T, H, d) for p in m.qkv(x).chunk(3, -1))
+    mem_k, mem_v = m.persistent()
     out = torch.zeros(B, T, H, d, dtype=x.dtype)
     for i in range(T):
         for h in range(H):
             steps = range(max(0, i - S + 1), i + 1)
             scores = [(q[:, i, h] * (k[:, j, h] + m.pos[h, i - j])).sum(-1) for j in steps]
-            scores += [q[:, i, h] @ m.mem_k[h, n] for n in range(m.mem_k.shape[1])]
+            scores += [q[:, i, h] @ mem_k[h, n] for n in range(mem_k.shape[1])]
             values = [v[:, j, h] for j in steps] + [
-                m.mem_v[h, n].expand(B, d) for n in range(m.mem_k.shape[1])
+                mem_v[h, n].expand(B, d) for n in range(mem_k.shape[1])
             ]
             a = torch.softmax(torch.stack(scores, -1) / math.sqrt(d), -1)
             out[:, i, h] = torch.einsum("bj,jbd->bd", a, torch.stack(values))
@@ -120,14 +122,42 @@ def test_attention_equals_the_direct_sum_with_gradients(span, N, T):
 
 def encoders(F: int = 6):
     small = dict(dim=16, heads=2, layers=2, attn_span=8, hidden=8)
+    pre = dict(small, norm="pre")
     return {
         "transformer": transformer(F, 3, LastStep(16), d_ff=8, **small).encoder,
         "all_attention": all_attention(F, 3, LastStep(16), n_persistent=4, **small).encoder,
         "feedback": feedback(F, 3, LastStep(16), d_ff=8, **small).encoder,
+        "transformer norm=pre": transformer(F, 3, LastStep(16), d_ff=8, **pre).encoder,
+        "all_attention norm=pre": all_attention(F, 3, LastStep(16), n_persistent=4, **pre).encoder,
     }
 
 
-@pytest.mark.parametrize("name", ["transformer", "all_attention", "feedback"])
+def test_persistent_slots_are_reparametrised_to_unit_scale():
+    """Stored as N(0, 1/d_h) keys and N(0, 1/N) values, used at unit variance (Sukhbaatar et
+    al. 2019b, §4)."""
+    torch.manual_seed(0)
+    m = SelfAttention(256, 4, 8, n_persistent=400)  # d_h = 64
+    keys, values = m.persistent()
+    assert m.mem_k.std().item() == pytest.approx(1 / 8, rel=0.02)
+    assert m.mem_v.std().item() == pytest.approx(1 / 20, rel=0.02)
+    assert keys.std().item() == pytest.approx(1, rel=0.02)
+    assert values.std().item() == pytest.approx(1, rel=0.02)
+
+
+def test_post_norm_layers_end_in_a_layer_norm_and_pre_norm_ones_do_not():
+    """Post-norm (the default): every layer's output is normalised per step,
+    h <- LN(h + f(h)); pre-norm leaves the residual stream unnormalised until the final LN."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 10, 16) * 5
+    for name in ("transformer", "all_attention"):
+        post, pre = encoders()[name].layers[0], encoders()[f"{name} norm=pre"].layers[0]
+        h, h_pre = post(x), pre(x)
+        torch.testing.assert_close(h.mean(-1), torch.zeros(3, 10), atol=1e-5, rtol=0)
+        torch.testing.assert_close(h.var(-1, unbiased=False), torch.ones(3, 10), atol=1e-3, rtol=0)
+        assert (h_pre.var(-1, unbiased=False) - 1).abs().min() > 1  # the residual keeps x's scale
+
+
+@pytest.mark.parametrize("name", list(encoders()))
 def test_no_step_sees_its_future(name):
     """Changing step s changes no state before s (exactly) and the states from s on."""
     torch.manual_seed(0)

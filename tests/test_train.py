@@ -172,6 +172,7 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
         (["seed=-1"], "seed=-1 is invalid: Input should be greater than or equal to 0"),
         (["model.hidden=0"], "model.hidden=0 is invalid: Input should be greater than or equal"),
         (["arch=all_attention", "model.n_persistent=-1"], "model.n_persistent=-1 is invalid"),
+        (["arch=transformer", "model.norm=side"], "model.norm='side' is invalid"),
         (["model.dim=-5"], "model.dim=-5 is invalid"),
         (["model.init=xavier"], "model.init='xavier' is invalid: Input should be 'paper' or"),
         (["pool.mask_padding=maybe"], "pool.mask_padding='maybe' is invalid"),

@@ -94,16 +94,19 @@ class AttentionModelSection(ModelSection):
 class AllAttentionSection(AttentionModelSection):
     name: Literal["all_attention"]
     n_persistent: int = Field(ge=0)  # N persistent key/value slots per head
+    norm: Literal["post", "pre"]
+
+
+class FeedbackSection(AttentionModelSection):
+    name: Literal["feedback"]
+    d_ff: int = Field(ge=1)
+    share_kv: bool
 
 
 class TransformerSection(AttentionModelSection):
     name: Literal["transformer"]
     d_ff: int = Field(ge=1)
-
-
-class FeedbackSection(TransformerSection):
-    name: Literal["feedback"]
-    share_kv: bool
+    norm: Literal["post", "pre"]
 
 
 MODEL_SECTIONS = ModelSection | AllAttentionSection | TransformerSection | FeedbackSection

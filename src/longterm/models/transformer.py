@@ -4,20 +4,23 @@ feed-forward sublayer is replaced by N persistent key/value slots per head insid
 softmax (models/attention.py).
 
     h^0 = W_in x + b_in
-    transformer:    a^l = h^{l-1} + Attn(LN(h^{l-1}));   h^l = a^l + W_2 ReLU(W_1 LN(a^l))
-    all-attention:  h^l = h^{l-1} + AllAttn(LN(h^{l-1}))            (N = 0: attention alone)
-    h = LN(h^L)
+    post-norm (default, the paper's):
+      transformer:    a^l = LN(h^{l-1} + Attn(h^{l-1}));   h^l = LN(a^l + W_2 ReLU(W_1 a^l))
+      all-attention:  h^l = LN(h^{l-1} + AllAttn(h^{l-1}))          (N = 0: attention alone)
+    pre-norm (`norm=pre`):
+      transformer:    a^l = h^{l-1} + Attn(LN(h^{l-1}));   h^l = a^l + W_2 ReLU(W_1 LN(a^l))
+      all-attention:  h^l = h^{l-1} + AllAttn(LN(h^{l-1}));  then h = LN(h^L)
 
 Each query step t attends to steps t - span + 1..t (offsets 0..span - 1, the relative position
 term on context keys only). x (B, T, F) -> h (B, T, D), then a readout over time (`pool=last`
 by default) and the paper's head. Causal, so padding after the real steps never changes them.
 
-Departures from the paper, to make the two models' parameters match exactly and training stable
-without warm-up: pre-norm blocks (the paper's code is post-norm), LayerNorms without gain or bias
-(the gain of a pre-norm LayerNorm is absorbed by the bias-free projection after it), and no biases
-in the attention and feed-forward projections. The hand-written layers, not
-nn.TransformerEncoderLayer: its attention has no place for a term that depends on the query
-(q_i · p_{i-j}) or for slots outside the sequence.
+The persistent slots use the paper's reparametrisation: stored as N(0, 1/d_h) keys and N(0, 1/N)
+values, multiplied by sqrt(d_h) and sqrt(N) when used, so their effective scale is unit variance.
+Departures from the paper, to make the two models' parameters match exactly: LayerNorms
+without gain or bias, and no biases in the attention and feed-forward projections. The
+hand-written layers, not nn.TransformerEncoderLayer: its attention has no place for a term that
+depends on the query (q_i · p_{i-j}) or for slots outside the sequence.
 
 Parameters (L layers, width D, span S, F inputs):
     all_attention:  F*D + D + L * (4 D^2 + S*D + 2 N*D)
@@ -44,14 +47,21 @@ class SelfAttention(nn.Module):
         self.n_heads, self.span = n_heads, span
         self.qkv = nn.Linear(dim, 3 * dim, bias=False)
         self.out = nn.Linear(dim, dim, bias=False)
-        # p_0..p_{S-1}, m^k and m^v drawn from N(0, 1), as the paper's code
-        self.pos = nn.Parameter(torch.randn(n_heads, span, d_h))
-        self.mem_k = nn.Parameter(torch.randn(n_heads, n_persistent, d_h))
-        self.mem_v = nn.Parameter(torch.randn(n_heads, n_persistent, d_h))
+        self.pos = nn.Parameter(torch.randn(n_heads, span, d_h))  # p_0..p_{S-1}, N(0, 1)
+        # stored at N(0, 1/d_h) and N(0, 1/N), used times sqrt(d_h) and sqrt(N) (persistent())
+        self.mem_k = nn.Parameter(torch.randn(n_heads, n_persistent, d_h) / d_h**0.5)
+        n = max(n_persistent, 1)
+        self.mem_v = nn.Parameter(torch.randn(n_heads, n_persistent, d_h) / n**0.5)
+
+    def persistent(self) -> tuple[Tensor, Tensor]:
+        """The persistent keys m^k and values m^v at unit scale:  (H, N, d_h) each."""
+        d_h, n = self.mem_k.shape[-1], max(self.mem_k.shape[1], 1)
+        return self.mem_k * d_h**0.5, self.mem_v * n**0.5
 
     def forward(self, x: Tensor) -> Tensor:
         q, k, v = (heads(p, self.n_heads) for p in self.qkv(x).chunk(3, dim=-1))
         steps = torch.arange(x.shape[1], device=x.device)
+        mem_k, mem_v = self.persistent()
         blocks = []
         # Queries in blocks of `span` steps, each against the keys it can reach: the scores take
         # O(T * span) memory instead of O(T^2).
@@ -59,53 +69,66 @@ class SelfAttention(nn.Module):
             end, first = start + self.span, max(0, start - self.span + 1)
             qb = q[:, :, start:end]
             bias = relative_bias(qb, self.pos, steps[start:end], steps[first:end])
-            blocks.append(
-                attend(qb, k[:, :, first:end], v[:, :, first:end], bias, self.mem_k, self.mem_v)
-            )
+            blocks.append(attend(qb, k[:, :, first:end], v[:, :, first:end], bias, mem_k, mem_v))
         return self.out(torch.cat(blocks, dim=2).transpose(1, 2).flatten(2))
 
 
-class TransformerLayer(nn.Module):
-    """Pre-norm: a = h + Attn(LN(h)); h' = a + W_2 ReLU(W_1 LN(a)):  (B, T, D) -> (B, T, D)."""
+NORMS = ("post", "pre")
 
-    def __init__(self, dim: int, n_heads: int, span: int, d_ff: int):
+
+def residual(h: Tensor, sublayer: nn.Module, position: str) -> Tensor:
+    """LN(h + f(h)) for post-norm, h + f(LN(h)) for pre-norm:  (B, T, D) -> (B, T, D)."""
+    return norm(h + sublayer(h)) if position == "post" else h + sublayer(norm(h))
+
+
+class TransformerLayer(nn.Module):
+    """An attention sublayer then a ReLU feed-forward sublayer:  (B, T, D) -> (B, T, D)."""
+
+    def __init__(self, dim: int, n_heads: int, span: int, d_ff: int, norm_position: str):
         super().__init__()
         self.attn = SelfAttention(dim, n_heads, span)
         self.ff = nn.Sequential(
             nn.Linear(dim, d_ff, bias=False), nn.ReLU(), nn.Linear(d_ff, dim, bias=False)
         )
+        self.norm_position = norm_position
 
     def forward(self, h: Tensor) -> Tensor:
-        h = h + self.attn(norm(h))
-        return h + self.ff(norm(h))
+        h = residual(h, self.attn, self.norm_position)
+        return residual(h, self.ff, self.norm_position)
 
 
 class AllAttentionLayer(nn.Module):
-    """Pre-norm: h' = h + AllAttn(LN(h)), context and persistent slots in one softmax."""
+    """One all-attention sublayer, context and persistent slots in one softmax:
+    (B, T, D) -> (B, T, D)."""
 
-    def __init__(self, dim: int, n_heads: int, span: int, n_persistent: int):
+    def __init__(self, dim: int, n_heads: int, span: int, n_persistent: int, norm_position: str):
         super().__init__()
         self.attn = SelfAttention(dim, n_heads, span, n_persistent)
+        self.norm_position = norm_position
 
     def forward(self, h: Tensor) -> Tensor:
-        return h + self.attn(norm(h))
+        return residual(h, self.attn, self.norm_position)
 
 
 class AttentionStack(nn.Module):
-    """x (B, T, F) -> h (B, T, D): input projection, the layers, a final LayerNorm."""
+    """x (B, T, F) -> h (B, T, D): input projection, the layers, and for pre-norm a final
+    LayerNorm (post-norm layers already end in one)."""
 
-    def __init__(self, embed: nn.Linear, layers: list[nn.Module]):
+    def __init__(self, embed: nn.Linear, layers: list[nn.Module], norm_position: str):
         super().__init__()
         self.embed, self.layers = embed, nn.ModuleList(layers)
+        self.final_norm = norm_position == "pre"
 
     def forward(self, x: Tensor) -> Tensor:
         h = self.embed(x)
         for layer in self.layers:
             h = layer(h)
-        return norm(h)
+        return norm(h) if self.final_norm else h
 
 
-def check_shape(dim: int, n_heads: int, impl: str) -> None:
+def check_shape(dim: int, n_heads: int, impl: str, norm_position: str = "pre") -> None:
+    if norm_position not in NORMS:
+        raise ValueError(f"norm={norm_position!r}: choose one of {', '.join(NORMS)}")
     if dim % n_heads:
         raise ValueError(f"heads={n_heads} must divide dim={dim}")
     if impl != "reference":
@@ -121,16 +144,18 @@ def transformer(
     layers: int = 2,
     attn_span: int = 64,
     d_ff: int = 64,
+    norm: str = "post",
     hidden: int = 100,
     negative_slope: float = 0.01,
     init: str = "paper",
     impl: str = "reference",
 ) -> SequenceModel:
-    """`layers` pre-norm transformer layers of width `dim`, then `readout` and the head; `init`
-    applies to the input projection and the head, the layers keep PyTorch's initialisation."""
-    check_shape(dim, heads, impl)
-    stack = [TransformerLayer(dim, heads, attn_span, d_ff) for _ in range(layers)]
-    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack)
+    """`layers` transformer layers of width `dim` (`norm`: post or pre), then `readout` and the
+    head; `init` applies to the input projection and the head, the layers keep PyTorch's
+    initialisation."""
+    check_shape(dim, heads, impl, norm)
+    stack = [TransformerLayer(dim, heads, attn_span, d_ff, norm) for _ in range(layers)]
+    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
     return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
 
 
@@ -143,6 +168,7 @@ def all_attention(
     layers: int = 2,
     attn_span: int = 64,
     n_persistent: int = 64,
+    norm: str = "post",
     hidden: int = 100,
     negative_slope: float = 0.01,
     init: str = "paper",
@@ -150,7 +176,7 @@ def all_attention(
 ) -> SequenceModel:
     """`layers` all-attention layers with `n_persistent` slots per head, then `readout` and the
     head; `init` as in `transformer`."""
-    check_shape(dim, heads, impl)
-    stack = [AllAttentionLayer(dim, heads, attn_span, n_persistent) for _ in range(layers)]
-    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack)
+    check_shape(dim, heads, impl, norm)
+    stack = [AllAttentionLayer(dim, heads, attn_span, n_persistent, norm) for _ in range(layers)]
+    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
     return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
