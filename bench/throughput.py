@@ -176,6 +176,11 @@ def data_ms(T0: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def times(x: float) -> str:
+    """A ratio with one decimal, or two significant digits below 1 (0.032×, not 0.0×)."""
+    return f"{x:.1f}×" if x >= 1 else f"{x:.2g}×"
+
+
 def table(records: list[dict], peak: float, data: dict[int, float]) -> list[str]:
     """Markdown rows: each case against the reference of the same T0."""
     lines = [
@@ -188,7 +193,7 @@ def table(records: list[dict], peak: float, data: dict[int, float]) -> list[str]
         gflops = r["flops"] / r["s_per_update"] / 1e9
         lines.append(
             f"| {r['T0']} | {r['case']} | {r['s_per_update'] * 1e3:.1f} | "
-            f"{1 / r['s_per_update']:.2f} | {ref['s_per_update'] / r['s_per_update']:.1f}× | "
+            f"{1 / r['s_per_update']:.2f} | {times(ref['s_per_update'] / r['s_per_update'])} | "
             f"{B * r['T'] / r['s_per_update'] / 1e6:.2f} | {gflops:.1f} | {gflops / peak:.1%} | "
             f"{r['peak_mb']:.1f} | {ref['peak_mb'] / max(r['peak_mb'], 0.1):.2g}× | "
             f"{EPOCH * r['s_per_update']:.0f} s |"
@@ -211,6 +216,21 @@ def rnn_ratio(records: list[dict], T0: int) -> list[str]:
         f"{at['rnn'] / at['reference']:.1f}× as long as the reference implementation; the paper "
         f"reports 917 s / 254 s = {PAPER_RNN_OVER_ATTENTION:.1f}× on a GTX 980 Ti.",
     ]
+
+
+def feedback_ratio(records: list[dict]) -> list[str]:
+    """Per T0, one feedback update against the parallel attention models' (docs/models.md)."""
+    lines = []
+    for T0 in sorted({r["T0"] for r in records}):
+        at = {r["case"]: r["s_per_update"] for r in records if r["T0"] == T0}
+        if "feedback" in at and {"transformer", "all_attention"} <= set(at):
+            lines.append(
+                f"At T0 = {T0}, one update of the Feedback Transformer (steps in sequence) takes "
+                f"{times(at['feedback'] / at['transformer'])} as long as the transformer's and "
+                f"{times(at['feedback'] / at['all_attention'])} as long as all-attention's "
+                "(all steps at once)."
+            )
+    return lines
 
 
 def runs_section(run_dirs: list[Path]) -> list[str]:
@@ -289,6 +309,8 @@ def main() -> None:
         *table(records, peak, data),
         "",
         *rnn_ratio(records, max(args.T0)),
+        "",
+        *feedback_ratio(records),
         "",
         *(runs_section(args.runs) if args.runs else []),
         "",
