@@ -1,0 +1,66 @@
+"""Continue a finished run under a larger epoch limit, without training its epochs again.
+
+A run that ended at `trainer.max_epochs` is final in its own directory (a rerun does nothing), and
+a command with a larger limit names another directory. This copies the old run's checkpoints and
+TensorBoard events into that directory, so that the new command resumes from the old run's last
+epoch (docs/reliability.md, "Raising the epoch limit"):
+
+    python -m longterm.continue_run <old run dir> <new run dir>
+    python src/train.py <the old command with the larger trainer.max_epochs>
+
+The data stream is keyed by epoch and batch index, so the continued run ends with the same
+metrics as a run started with the larger limit. Lightning's checkpoint callback keeps absolute
+paths, and restores its best score only when its directory is unchanged, so those paths are
+rewritten to the new directory.
+"""
+
+import argparse
+import shutil
+from pathlib import Path
+
+import torch
+
+from longterm.results import RESULT_FILE, read_result
+from longterm.rundir import FINAL_STATUSES
+
+CHECKPOINTS = "checkpoints"
+EVENTS = "tb"
+
+
+def moved(value: object, old: str, new: str) -> object:
+    """`value` with every path under `old` moved under `new` (strings and dict keys)."""
+    if isinstance(value, str):
+        return new + value[len(old) :] if value.startswith(old) else value
+    if isinstance(value, dict):
+        return {moved(k, old, new): moved(v, old, new) for k, v in value.items()}
+    return value
+
+
+def continue_run(old: str | Path, new: str | Path) -> Path:
+    """Copy `old`'s checkpoints and events into `new`; return `new`. `new` must hold no run."""
+    old, new = Path(old).resolve(), Path(new).resolve()
+    status = read_result(old).get("status")
+    if status not in FINAL_STATUSES:
+        raise ValueError(f"{old} has status {status!r}: rerun its own command to resume it")
+    if (new / CHECKPOINTS).exists() or (new / RESULT_FILE).exists():
+        raise FileExistsError(f"{new} already holds a run")
+    new.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(old / EVENTS, new / EVENTS)
+    (new / CHECKPOINTS).mkdir()
+    for path in sorted((old / CHECKPOINTS).glob("*.ckpt")):
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        state["callbacks"] = moved(state["callbacks"], str(old), str(new))
+        torch.save(state, new / CHECKPOINTS / path.name)
+    return new
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("old", help="a finished run's directory")
+    p.add_argument("new", help="the directory of the command with the larger trainer.max_epochs")
+    a = p.parse_args(argv)
+    print(f"copied into {continue_run(a.old, a.new)}: run the command with the larger limit")
+
+
+if __name__ == "__main__":
+    main()
