@@ -4,10 +4,13 @@ import signal
 import lightning as L
 import pytest
 import torch
+from hydra.utils import instantiate
 from lightning.pytorch.callbacks import ModelCheckpoint
+from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
+from longterm.lr_race import CONFIG_DIR
 
 
 class Scripted(L.LightningModule):
@@ -60,6 +63,38 @@ def test_a_solved_run_resumed_from_its_checkpoint_trains_no_further(tmp_path):
     trainer = fit(Scripted([0.5] * 5), callback, checkpoints=tmp_path, ckpt_path=last)
     assert trainer.current_epoch == 2 and trainer.global_step == 4
     assert callback.solved_epoch == 2 and callback.history == [0.5, 1.0]
+
+
+def configured_checkpoints(run_dir):
+    """The checkpoint callbacks exactly as conf/callbacks/default.yaml makes them."""
+    cfg = OmegaConf.load(CONFIG_DIR / "callbacks" / "default.yaml")
+    cfg = OmegaConf.merge({"run_dir": str(run_dir)}, {"callbacks": cfg}).callbacks
+    return [instantiate(cfg[name]) for name in ("checkpoint", "last_checkpoint")]
+
+
+def test_last_checkpoint_is_every_epoch_and_best_only_the_best(tmp_path):
+    """A rerun resumes from last.ckpt, so it must hold the last epoch even when val/acc fell."""
+    loader = DataLoader(torch.zeros(4, 1), batch_size=2)
+    trainer = L.Trainer(
+        max_epochs=3,
+        callbacks=configured_checkpoints(tmp_path),
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
+    trainer.fit(Scripted([0.5, 0.7, 0.6]), loader, loader)
+    step = {
+        name: torch.load(tmp_path / "checkpoints" / f"{name}.ckpt", weights_only=False)
+        for name in ("last", "best")
+    }
+    assert step["last"]["global_step"] == 6 and step["best"]["global_step"] == 4
+    best_state = [v for k, v in step["last"]["callbacks"].items() if "val/acc" in k][0]
+    assert best_state["best_model_score"] == pytest.approx(0.7)  # this epoch's best, for a rerun
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "best.ckpt",
+        "last.ckpt",
+    ]
 
 
 def test_runs_to_the_limit_below_the_threshold():

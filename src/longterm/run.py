@@ -23,6 +23,7 @@ from longterm.rundir import RunDirError, checkpoint_step, claim, finished
 log = logging.getLogger(__name__)
 
 # Shown in TensorBoard's HPARAMS view against each run's flat hyperparameters.
+LAST = "last"  # conf/callbacks/default.yaml: last_checkpoint.filename, where a rerun resumes
 HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 
 # Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
@@ -133,11 +134,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 
 def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
-    """The `last.ckpt` that the checkpoint callback wrote in an earlier process, if any."""
+    """The `last.ckpt` that the `last_checkpoint` callback wrote in an earlier process, if any."""
     for callback in callbacks:
-        if isinstance(callback, ModelCheckpoint) and callback.save_last and callback.dirpath:
-            name = callback.CHECKPOINT_NAME_LAST + callback.FILE_EXTENSION
-            path = Path(callback.dirpath) / name
+        if isinstance(callback, ModelCheckpoint) and callback.filename == LAST and callback.dirpath:
+            path = Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
             if path.exists():
                 return path
     return None
