@@ -7,12 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import read_json, train_py
+from omegaconf import OmegaConf
 
 from longterm import lr_race
 from longterm.collect import collect
 from longterm.evaluate import accuracy_by_batch
 from longterm.plots import train_loss
-from longterm.sweeps import load_runs
+from longterm.sweeps import epochs_trained, launched_by, load_runs, sweep_commands
 from longterm.tables import best_over_lrs, cell_text, summarise
 
 TASKS = ("addition", "multiplication")
@@ -220,3 +221,29 @@ def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):
     with caplog.at_level(logging.WARNING, logger="longterm.collect"):
         assert load_runs([tmp_path / "nowhere"]).empty
     assert "nowhere: no such sweep directory" in caplog.text
+
+
+def test_jobs_not_made_by_the_last_command_are_listed_with_their_own_overrides(tmp_path: Path):
+    """multirun.yaml keeps only the last command in a directory; earlier jobs still show."""
+    task = ["task=addition,multiplication", "lr=1e-3", "trainer.max_epochs=30"]
+    hydra = ["hydra.sweep.dir=outputs/long", "hydra.mode=MULTIRUN"]
+    multirun = {"hydra": {"overrides": {"task": task, "hydra": hydra}}}
+    OmegaConf.save(multirun, tmp_path / "multirun.yaml")
+    jobs = {
+        "made": ["task=multiplication", "lr=0.001", "trainer.max_epochs=30"],
+        "earlier": ["task=multiplication", "lr=0.001", "trainer.max_epochs=15"],
+    }
+    for name, own in jobs.items():
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        OmegaConf.save(OmegaConf.create(own), tmp_path / name / ".hydra" / "overrides.yaml")
+    assert sweep_commands(tmp_path, [tmp_path / "made", tmp_path / "earlier"]) == [
+        "python src/train.py -m " + " ".join(task) + " hydra.sweep.dir=outputs/long",
+        "python src/train.py -m " + " ".join(jobs["earlier"]) + " hydra.sweep.dir=outputs/long",
+    ]
+    assert launched_by(["experiment=variable_length", "pool=mean"], ["experiment=variable_length"])
+
+
+def test_a_resumed_run_counts_only_the_epochs_of_its_last_process():
+    record = {"epochs": 20, "updates": 20_000, "resumed_at_update": 3_000}
+    assert epochs_trained(record) == 17
+    assert epochs_trained({**record, "resumed_at_update": None}) == 20

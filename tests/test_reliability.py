@@ -17,6 +17,8 @@ import torch
 from conftest import QUICK, ROOT, read_json, train_py
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from longterm.continue_run import continue_run
+
 # What a run measured; everything else in result.json says where, when and how long.
 METRICS = (
     "status",
@@ -150,6 +152,25 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
     resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
     assert resumed.returncode == 0, resumed.stderr
     assert metrics(tmp_path) == metrics(uninterrupted)
+
+
+def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
+    """longterm.continue_run: one epoch, then continued to LONGER's two, ends as LONGER does."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert train_py(*LONGER, "trainer.max_epochs=1", f"hydra.run.dir={one}").returncode == 0
+    continue_run(one, two)
+    continued = train_py(*LONGER, f"hydra.run.dir={two}")
+    assert continued.returncode == 0, continued.stderr
+    assert read_json(two / "result.json")["resumed_at_update"] == 100
+    assert metrics(two) == metrics(uninterrupted)
+    assert scalars(two) == scalars(uninterrupted)
+    state = torch.load(two / "checkpoints" / "last.ckpt", weights_only=False)["callbacks"]
+    assert str(one) not in str(state) and str(two / "checkpoints") in str(state)
+    with pytest.raises(FileExistsError, match="already holds a run"):
+        continue_run(one, two)
+    (one / "result.json").write_text(json.dumps({"status": "interrupted"}))
+    with pytest.raises(ValueError, match="status 'interrupted': rerun its own command"):
+        continue_run(one, tmp_path / "three")
 
 
 def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):

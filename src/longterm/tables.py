@@ -225,7 +225,7 @@ def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
                 "best_acc_mean": g.best_acc.mean(),
                 "diverged": int((g.status == "diverged").sum()),
                 "paper": paper.VARIABLE_LENGTH.get((task, pool)),
-                "wall_per_epoch_s": (g.wall_time_s / g.epochs.clip(lower=1)).median(),
+                "wall_per_epoch_s": (g.wall_time_s / g.epochs_trained.clip(lower=1)).median(),
             }
         )
     return pd.DataFrame(rows)
