@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 
 from longterm import lr_race
 from longterm.collect import collect
+from longterm.continue_run import continue_run
 from longterm.evaluate import accuracy_by_batch
 from longterm.plots import train_loss
 from longterm.sweeps import epochs_trained, launched_by, load_runs, sweep_commands
@@ -209,12 +210,17 @@ def test_variable_length_accuracy_by_length(tmp_path: Path):
     assert by_length.length.tolist() == [20, 40, 60, 80] and set(by_length.n) == {5}
     final = read_json(tmp_path / "run" / "result.json")["final_acc"]
     assert by_length.acc.mean() == pytest.approx(final)
-    collect([str(tmp_path / "run")], tmp_path / "out")
+    # Continued to 2 epochs: the collector counts the chain once, at its longest.
+    continue_run(tmp_path / "run", tmp_path / "longer" / "run")
+    longer = [a for a in args if a != "trainer.max_epochs=1"] + ["trainer.max_epochs=2"]
+    assert train_py(*longer, f"hydra.run.dir={tmp_path / 'longer' / 'run'}").returncode == 0
+    collect([str(tmp_path / "run"), str(tmp_path / "longer")], tmp_path / "out")
     assert (
-        "| addition | attention | 1 | 1e-03 | 1 |"
+        "| addition | attention | 1 | 1e-03 | 2 |"
         in (tmp_path / "out" / "variable_length.md").read_text()
     )
     assert len(pd.read_csv(tmp_path / "out" / "accuracy_by_length.csv")) == 4
+    assert (tmp_path / "out" / "variable_length_curves.png").stat().st_size > 0
 
 
 def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):

@@ -12,9 +12,11 @@ Writes to --out:
     runs.csv               one row per run: what every table below is computed from
     table1.md, table1.csv  epochs to 100% (fixed lengths), seeds' median and range, the paper's
     variable_length.md     accuracy after variable-length training, seeds' mean and range
+                           (of a run continued to a larger epoch limit, the longest)
     masking.md             per-sequence lengths with and without the padding mask
     sweeps.md              each sweep's commands, commits, machine, runs and wall time
-    epochs_vs_T0.png, learning_curves.png, accuracy_by_length.png
+    epochs_vs_T0.png, learning_curves.png, accuracy_by_length.png,
+    variable_length_curves.png
 """
 
 import argparse
@@ -23,7 +25,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.plots import plot_accuracy_by_length, plot_epochs, plot_learning_curves
+from longterm.plots import (
+    plot_accuracy_by_length,
+    plot_epochs,
+    plot_learning_curves,
+    plot_variable_length_curves,
+)
 from longterm.sweeps import load_runs, sweeps_markdown
 from longterm.tables import (
     masking,
@@ -63,6 +70,7 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     v = variable_length(runs)
     if not v.empty:
         write(variable_length_markdown(v), out / "variable_length.md", "Variable-length experiment")
+        plot_variable_length_curves(runs, out / "variable_length_curves.png")
         by_length = plot_accuracy_by_length(runs, out / "accuracy_by_length.png")
         if not by_length.empty:
             by_length.to_csv(out / "accuracy_by_length.csv", index=False)

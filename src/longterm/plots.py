@@ -8,8 +8,10 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from longterm import paper  # noqa: E402
+from longterm.tables import variable_length_runs  # noqa: E402
 
 log = logging.getLogger("longterm.collect")
 
@@ -87,11 +89,34 @@ def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
+    """Validation accuracy after each epoch (result.json's history) of the §2.3 runs, with the
+    paper's accuracy after its 100 epochs as a dashed line."""
+    v = variable_length_runs(runs)
+    tasks = sorted(v.task.unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), sharey=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=True):
+        for i, (pool, g) in enumerate(v[v.task == task].groupby("pool")):
+            for r in g.itertuples(index=False):
+                epochs = range(1, len(r.history) + 1)
+                label = f"{pool}, seed {r.seed}"
+                ax.plot(epochs, r.history, color=f"C{i}", marker=".", label=label)
+            ax.axhline(paper.VARIABLE_LENGTH[(task, pool)], color=f"C{i}", ls="--", lw=1)
+        ax.set(title=f"{task} (dashed: the paper after 100 epochs)", xlabel="epoch", ylim=(0, 1.02))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("validation accuracy (100 test lengths)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Each variable-length run's last checkpoint on the 100 test lengths; returns the data."""
     from longterm.evaluate import accuracy_by_batch  # loads torch and the models
 
-    v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
+    v = variable_length_runs(runs)
     frames = []
     for r in v.itertuples(index=False):
         if (Path(r.run_dir) / "checkpoints" / "last.ckpt").exists():

@@ -205,9 +205,17 @@ def table1_markdown(cells: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
+def variable_length_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The §2.3 runs, one per task, pool, seed and learning rate: of a run continued to a larger
+    epoch limit (longterm.continue_run), the longest, since the shorter ones are its start."""
+    v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
+    same = ["task", "pool", "seed", "lr", "mask_padding"]
+    return v.sort_values("epochs").drop_duplicates(same, keep="last").sort_values(same)
+
+
 def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
     """§2.3: final accuracy on the 100-length test set, per task and pool, over seeds."""
-    v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
+    v = variable_length_runs(runs)
     if v.empty:
         return pd.DataFrame()
     rows = []
