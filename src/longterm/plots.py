@@ -89,13 +89,29 @@ def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+def task_panels(data: pd.DataFrame) -> tuple[plt.Figure, dict[str, plt.Axes]]:
+    """One panel per task in `data`, side by side, sharing the accuracy axis."""
+    tasks = sorted(data.task.unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), sharey=True, squeeze=False)
+    return fig, dict(zip(tasks, axes[0], strict=True))
+
+
+def save_panels(fig: plt.Figure, axes: dict[str, plt.Axes], ylabel: str, path: Path) -> None:
+    for ax in axes.values():
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    next(iter(axes.values())).set_ylabel(ylabel)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
     """Validation accuracy after each epoch (result.json's history) of the §2.3 runs, with the
     paper's accuracy after its 100 epochs as a dashed line."""
     v = variable_length_runs(runs)
-    tasks = sorted(v.task.unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), sharey=True, squeeze=False)
-    for ax, task in zip(axes[0], tasks, strict=True):
+    fig, axes = task_panels(v)
+    for task, ax in axes.items():
         for i, (pool, g) in enumerate(v[v.task == task].groupby("pool")):
             for r in g.itertuples(index=False):
                 epochs = range(1, len(r.history) + 1)
@@ -104,12 +120,7 @@ def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
             ax.axhline(paper.VARIABLE_LENGTH[(task, pool)], color=f"C{i}", ls="--", lw=1)
         ax.set(title=f"{task} (dashed: the paper after 100 epochs)", xlabel="epoch", ylim=(0, 1.02))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("validation accuracy (100 test lengths)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_panels(fig, axes, "validation accuracy (100 test lengths)", path)
 
 
 def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -128,17 +139,11 @@ def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
     data = pd.concat(frames, ignore_index=True)
-    tasks = sorted(data.task.unique())
-    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), sharey=True, squeeze=False)
-    for ax, task in zip(axes[0], tasks, strict=True):
+    fig, axes = task_panels(data)
+    for task, ax in axes.items():
         for pool, g in data[data.task == task].groupby("pool"):
             mean = g.groupby("length").acc.mean()
             ax.plot(mean.index, mean.values, marker=".", label=f"{pool} (mean over seeds)")
         ax.set(title=task, xlabel="evaluation length", ylim=(0, 1.02))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0][0].set_ylabel("accuracy (10 sequences per length)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_panels(fig, axes, "accuracy (10 sequences per length)", path)
     return data
