@@ -27,7 +27,7 @@ bench: $(STAMP)  ## speed and memory of every implementation side by side -> doc
 
 # The sweeps behind docs/results (docs/results.md gives the command that fills each one).
 SWEEPS ?= outputs/table1 outputs/table1_long outputs/masking outputs/variable_length \
-	outputs/variable_length_20 outputs/variable_length_30
+	outputs/variable_length_20 outputs/variable_length_30 outputs/variable_length_40
 
 collect: $(STAMP)  ## tables and plots from the sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.collect $(SWEEPS) --out docs/results
