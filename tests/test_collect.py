@@ -62,6 +62,15 @@ def test_the_fewest_epochs_win_and_ties_are_kept():
     assert best.grid_wall_s == 100.0 and best.best_wall_s == 20.0
 
 
+def test_a_run_continued_to_a_larger_limit_wins_with_its_whole_cost():
+    """15 epochs unsolved, then continued to a limit of 30 and solved at 22 (continue_run)."""
+    continued = {**run(1e-3, "solved", 22, 1.0, max_epochs=30), "wall_time_s": 70.0}
+    runs = pd.DataFrame([run(1e-3, "max_epochs", 15, 0.98, max_epochs=15), continued])
+    best = best_over_lrs(runs)
+    assert (best.solved, best.epochs, best.lrs, best.limit) == (True, 22, (1e-3,), 30)
+    assert best.best_wall_s == 150.0 + 70.0
+
+
 def test_unsolved_is_the_best_accuracy_at_the_limit_never_a_zero():
     runs = pd.DataFrame(
         [
