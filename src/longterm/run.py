@@ -22,8 +22,9 @@ from longterm.rundir import RunDirError, checkpoint_step, claim, finished
 
 log = logging.getLogger(__name__)
 
+# conf/callbacks/default.yaml: last_checkpoint.filename, the checkpoint a rerun resumes from.
+LAST = "last"
 # Shown in TensorBoard's HPARAMS view against each run's flat hyperparameters.
-LAST = "last"  # conf/callbacks/default.yaml: last_checkpoint.filename, where a rerun resumes
 HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 
 # Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
