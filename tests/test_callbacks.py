@@ -4,13 +4,13 @@ import signal
 import lightning as L
 import pytest
 import torch
+from conftest import ROOT
 from hydra.utils import instantiate
 from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
-from longterm.lr_race import CONFIG_DIR
 
 
 class Scripted(L.LightningModule):
@@ -67,7 +67,7 @@ def test_a_solved_run_resumed_from_its_checkpoint_trains_no_further(tmp_path):
 
 def configured_checkpoints(run_dir):
     """The checkpoint callbacks exactly as conf/callbacks/default.yaml makes them."""
-    cfg = OmegaConf.load(CONFIG_DIR / "callbacks" / "default.yaml")
+    cfg = OmegaConf.load(ROOT / "conf" / "callbacks" / "default.yaml")
     cfg = OmegaConf.merge({"run_dir": str(run_dir)}, {"callbacks": cfg}).callbacks
     return [instantiate(cfg[name]) for name in ("checkpoint", "last_checkpoint")]
 
