@@ -30,7 +30,7 @@ SWEEPS ?= outputs/table1 outputs/table1_long outputs/masking outputs/variable_le
 	outputs/variable_length_20 outputs/variable_length_30 outputs/variable_length_40
 
 collect: $(STAMP)  ## tables and plots from the sweeps' result.json files -> docs/results
-	$(BIN)/python -m longterm.collect $(SWEEPS) --out docs/results
+	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

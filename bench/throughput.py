@@ -40,8 +40,8 @@ from omegaconf import OmegaConf
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from longterm.data import FixedLengthBatches, batch_rng
-from longterm.results import git_commit, machine
+from longterm.batches import FixedLengthBatches, batch_rng
+from longterm.records import git_commit, machine
 from longterm.run import build_model
 
 ROOT = Path(__file__).resolve().parent.parent

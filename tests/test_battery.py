@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, train_py
 
-from longterm.arch_runs import load
-from longterm.battery import main, references
+from longterm.analysis.arch_runs import load
+from longterm.analysis.order_battery import main
+from longterm.analysis.references import references
 from longterm.config import ConfigError
 from longterm.preflight import check
 

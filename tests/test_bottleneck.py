@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from longterm import bottleneck
-from longterm.bottleneck import OUT, measure, predicted_recall
+from longterm.experiments import bottleneck
+from longterm.experiments.bottleneck import OUT, measure, predicted_recall
 
 TRIALS = 600  # standard error of a rate p: sqrt(p(1-p)/600) <= 0.021
 
@@ -62,7 +62,7 @@ def test_command_writes_table_csv_and_plot(tmp_path):
     assert len(table) == 6 * 40 and set(table.memory) == {"state", "attention"}
     text = (tmp_path / "README.md").read_text()
     assert "50 trials per memory, seed 3" in text
-    assert "python -m longterm.bottleneck --trials 50 --seed 3" in text
+    assert "python -m longterm.experiments.bottleneck --trials 50 --seed 3" in text
     assert (tmp_path / "recall.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -1,13 +1,13 @@
 import os
 import signal
 
-import lightning as L
 import pytest
+import pytorch_lightning as L
 import torch
 from conftest import ROOT
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
 from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved

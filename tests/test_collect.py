@@ -1,5 +1,6 @@
-"""The collector (longterm.collect) and the learning-rate race (longterm.lr_race): the paper's
-rule on made-up runs, then real sweeps through src/train.py."""
+"""The collector (longterm.analysis.collect) and the learning-rate race
+(longterm.experiments.lr_race): the paper's rule on made-up runs, then real sweeps through
+src/train.py."""
 
 import logging
 from pathlib import Path
@@ -9,13 +10,14 @@ import pytest
 from conftest import read_json, train_py
 from omegaconf import OmegaConf
 
-from longterm import lr_race
-from longterm.collect import collect
+from longterm.analysis.collect import collect
+from longterm.analysis.evaluate import accuracy_by_batch
+from longterm.analysis.events import curve
+from longterm.analysis.provenance import launched_by, sweep_commands
+from longterm.analysis.runs import epochs_trained, load_runs
+from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
 from longterm.continue_run import continue_run
-from longterm.evaluate import accuracy_by_batch
-from longterm.plots import train_loss
-from longterm.sweeps import epochs_trained, launched_by, load_runs, sweep_commands
-from longterm.tables import best_over_lrs, cell_text, summarise
+from longterm.experiments import lr_race
 
 TASKS = ("addition", "multiplication")
 # Tiny runs: a few updates, a small validation set, the reference pooling (no kernel compile).
@@ -150,12 +152,12 @@ def test_a_race_through_the_real_entry_point(tmp_path: Path):
         1e-2: (1, 1),
     }
     (record,) = read_json(tmp_path / "sweep.json")
-    assert record["command"].startswith("python -m longterm.lr_race --sweep-dir")
+    assert record["command"].startswith("python -m longterm.experiments.lr_race --sweep-dir")
     assert len(record["launched"]) == 2 and "lr=0.001,0.01" in record["launched"][1]
     collect([str(tmp_path)], tmp_path / "out")
     cells = pd.read_csv(tmp_path / "out" / "table1.csv")
     assert cells.lr_chosen.tolist() == ["1e-03, 3e-03, 1e-02"]
-    assert "python -m longterm.lr_race" in (tmp_path / "out" / "sweeps.md").read_text()
+    assert "python -m longterm.experiments.lr_race" in (tmp_path / "out" / "sweeps.md").read_text()
     # The same command again trains nothing: every job is already finished.
     assert lr_race.main(argv) == 0
     assert len(read_json(tmp_path / "sweep.json")) == 2
@@ -174,7 +176,7 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
     job = {(s, t): next(sweep.glob(f"*,seed={s},task={t},*")) for s in (1, 2) for t in TASKS}
     seed1, seed2 = (read_json(job[s, "addition"] / "result.json") for s in (1, 2))
     assert seed1["seed"] != seed2["seed"]
-    losses = [train_loss(job[s, "addition"]).tolist() for s in (1, 2)]
+    losses = [curve(job[s, "addition"], "train/loss").tolist() for s in (1, 2)]
     assert len(losses[0]) == 8 and losses[0] != losses[1]  # each seed its own data and weights
 
     corrupt = job[1, "multiplication"] / "result.json"
@@ -182,7 +184,7 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
     missing = job[2, "multiplication"]
     (missing / "result.json").unlink()
     out = tmp_path / "out"
-    with caplog.at_level(logging.WARNING, logger="longterm.collect"):
+    with caplog.at_level(logging.WARNING, logger="longterm.analysis.collect"):
         runs = collect([str(sweep), str(masked)], out)
     warnings = [r.getMessage() for r in caplog.records]
     assert any(str(corrupt) in w and "corrupt" in w for w in warnings), warnings
@@ -233,7 +235,7 @@ def test_variable_length_accuracy_by_length(tmp_path: Path):
 
 
 def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):
-    with caplog.at_level(logging.WARNING, logger="longterm.collect"):
+    with caplog.at_level(logging.WARNING, logger="longterm.analysis.collect"):
         assert load_runs([tmp_path / "nowhere"]).empty
     assert "nowhere: no such sweep directory" in caplog.text
 

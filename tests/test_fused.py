@@ -3,8 +3,8 @@
 import pytest
 import torch
 from conftest import QUICK, read_json, train_py
-from test_train import scalars
 
+from longterm.analysis.events import curve
 from longterm.models import feedforward
 from longterm.models.fused import encode_pool
 from longterm.pooling import AttentionPooling, MeanPooling
@@ -122,7 +122,8 @@ def test_training_curves_match_the_reference(tmp_path):
         run_dir = tmp_path / impl
         out = train_py(*QUICK, f"hydra.run.dir={run_dir}", f"model.impl={impl}")
         assert out.returncode == 0, out.stderr
-        runs[impl] = (read_json(run_dir / "result.json"), scalars(run_dir))
+        tags = {tag: curve(run_dir, tag).tolist() for tag in ("train/loss", "val/loss")}
+        runs[impl] = (read_json(run_dir / "result.json"), tags)
     (ref, ref_tags), (fused, fused_tags) = runs["reference"], runs["fused"]
     assert len(ref_tags["train/loss"]) == len(fused_tags["train/loss"]) == 4
     assert fused_tags["train/loss"] == pytest.approx(ref_tags["train/loss"], rel=1e-3)

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, train_py
 
-from longterm.arch_runs import load
+from longterm.analysis.arch_runs import load
+from longterm.analysis.memory_comparison import COMMANDS, main
 from longterm.config import ConfigError
-from longterm.memory_comparison import COMMANDS, main
 from longterm.preflight import check
 
 
@@ -57,4 +57,7 @@ def test_tables_from_a_small_comparison(tmp_path: Path):
         assert re.search(rf"\|\s+{params:,}\s+\|\s+{100 * acc.mean():.1f}\s+\|", detail)
     assert (runs.n_params[runs.arch == "all_attention N=64"] > runs.n_params.min()).all()
     assert "4 runs" in text and re.search(r"Chance .*: temporal_order \d+\.\d%", text)
-    assert f"python -m longterm.memory_comparison {tmp_path} --out {tmp_path / 'table.md'}" in text
+    assert (
+        f"python -m longterm.analysis.memory_comparison {tmp_path} --out {tmp_path / 'table.md'}"
+        in text
+    )

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import QUICK, ROOT, read_json, train_py
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from longterm.analysis.events import scalars
 from longterm.continue_run import continue_run
 
 # What a run measured; everything else in result.json says where, when and how long.
@@ -44,15 +44,6 @@ LONGER = [
 def metrics(run_dir: Path) -> dict:
     result = read_json(run_dir / "result.json")
     return {k: result[k] for k in METRICS}
-
-
-def scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar TensorBoard shows for the run, as (step, value), stale events purged."""
-    events = EventAccumulator(str(run_dir / "tb"))
-    events.Reload()
-    return {
-        tag: [(s.step, s.value) for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]
-    }
 
 
 def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
@@ -229,7 +220,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
 def test_a_reader_never_sees_half_a_result(tmp_path):
     """result.json is written beside the old one and renamed over it: a reader polling the file
     while it is rewritten always parses a whole record, old or new."""
-    from longterm.results import write_result
+    from longterm.records import write_result
 
     write_result(tmp_path, {"version": -1})
     seen, stop = [], threading.Event()

@@ -1,22 +1,9 @@
 """End-to-end runs through the real entry point, src/train.py."""
 
-from pathlib import Path
-
 import pytest
 from conftest import QUICK, read_json, train_py
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-
-def scalars(run_dir: Path) -> dict[str, list[float]]:
-    events = EventAccumulator(str(run_dir / "tb"))
-    events.Reload()
-    return {tag: [s.value for s in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
-
-
-def hparams_session(run_dir: Path) -> bytes:
-    events = EventAccumulator(str(run_dir / "tb"))
-    events.Reload()
-    return events.PluginTagToContent("hparams")["_hparams_/session_start_info"]
+from longterm.analysis.events import hparams_session, scalars
 
 
 def test_one_run_writes_events_checkpoints_and_result(tmp_path):
@@ -39,7 +26,9 @@ def test_one_run_writes_events_checkpoints_and_result(tmp_path):
     assert result["wall_time_s"] > 0 and "git_commit" in result and result["config"]["lr"] == 3e-3
     tags = scalars(tmp_path)
     assert {"train/loss", "val/acc", "val/loss", "lr-Adam"} <= set(tags)
-    assert len(tags["val/acc"]) == 2 and tags["val/acc"][-1] == pytest.approx(result["final_acc"])
+    assert len(tags["val/acc"]) == 2 and tags["val/acc"][-1][1] == pytest.approx(
+        result["final_acc"]
+    )
     session = hparams_session(tmp_path)
     for name in (b"task", b"pool", b"T0", b"lr", b"seed", b"data", b"addition", b"mean"):
         assert name in session
@@ -61,7 +50,7 @@ def test_a_solved_run_stops_and_records_the_epoch(tmp_path):
     result = read_json(tmp_path / "result.json")
     assert result["status"] == "solved" and result["epoch_solved"] == 1
     assert result["epochs"] == 1 and result["updates"] == 20
-    assert scalars(tmp_path)["epoch_solved"] == [1.0]
+    assert scalars(tmp_path)["epoch_solved"] == [(20, 1.0)]
 
 
 def test_two_job_multirun_gets_one_directory_per_job(tmp_path):

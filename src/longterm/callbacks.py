@@ -6,7 +6,7 @@ import signal as signals
 import threading
 from types import FrameType
 
-import lightning as L
+import pytorch_lightning as L
 import torch
 
 log = logging.getLogger(__name__)

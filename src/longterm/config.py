@@ -19,19 +19,22 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from longterm.tasks import MIN_LENGTH, TASKS, generate
+from longterm.choices import (
+    ACCELERATORS,
+    ATTENTION_MODELS,
+    IMPLS,
+    INITS,
+    LENGTHS,
+    LOSSES,
+    NORMS,
+    PER_STEP_MODELS,
+    POOLS,
+    TASKS,
+    impl_error,
+)
+from longterm.tasks import MIN_LENGTH, generate
 
-# Allowed values of choice keys. This module imports no torch or Lightning, so a bad command line
-# fails in about a second.
-LENGTHS = ("per_sequence", "per_batch")  # data.lengths
-INITS = ("paper", "torch")  # model.init
-PER_STEP_MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # models with the common keys
-ATTENTION_MODELS = ("all_attention", "transformer", "feedback")  # and heads, layers, attn_span
-MODELS = PER_STEP_MODELS + ATTENTION_MODELS  # model.name
-POOLS = ("attention", "mean", "last")  # pool.name
-LOSSES = ("mse", "cross_entropy")  # task.loss
-IMPLS = ("reference", "fused")  # model.impl
-ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
+# This module imports no torch or Lightning, so a bad command line fails in about a second.
 
 
 class ConfigError(ValueError):
@@ -94,7 +97,7 @@ class AttentionModelSection(ModelSection):
 class AllAttentionSection(AttentionModelSection):
     name: Literal["all_attention"]
     n_persistent: int = Field(ge=0)  # N persistent key/value slots per head
-    norm: Literal["post", "pre"]
+    norm: Literal[NORMS]
 
 
 class FeedbackSection(AttentionModelSection):
@@ -106,7 +109,7 @@ class FeedbackSection(AttentionModelSection):
 class TransformerSection(AttentionModelSection):
     name: Literal["transformer"]
     d_ff: int = Field(ge=1)
-    norm: Literal["post", "pre"]
+    norm: Literal[NORMS]
 
 
 MODEL_SECTIONS = ModelSection | AllAttentionSection | TransformerSection | FeedbackSection
@@ -284,16 +287,10 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
 
 
 def check_impl(cfg: TrainConfig) -> None:
-    """model.impl=fused is the feedforward model with attention or mean pooling."""
-    if cfg.model.impl == "fused" and cfg.model.name != "feedforward":
-        raise ConfigError(
-            f"model.impl=fused is invalid for model={cfg.model.name}: use model.impl=reference"
-        )
-    if cfg.model.impl == "fused" and cfg.pool.name not in ("attention", "mean"):
-        raise ConfigError(
-            f"model.impl=fused is invalid with pool={cfg.pool.name}: "
-            "use pool=attention|mean or model.impl=reference"
-        )
+    """The model's implementation can build this model and pooling (choices.impl_error)."""
+    error = impl_error(cfg.model.name, cfg.model.impl, cfg.pool.name)
+    if error:
+        raise ConfigError(error)
 
 
 def check_task_params(cfg: TrainConfig) -> None:

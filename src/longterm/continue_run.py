@@ -20,11 +20,8 @@ from pathlib import Path
 
 import torch
 
-from longterm.results import RESULT_FILE, read_result
-from longterm.rundir import FINAL_STATUSES
-
-CHECKPOINTS = "checkpoints"
-EVENTS = "tb"
+from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.rundir import CHECKPOINTS, EVENTS
 
 
 def moved(value: object, old: str, new: str) -> object:

@@ -1,78 +1,23 @@
-"""LightningDataModules that generate every batch afresh from the task generators (§2.2, §2.3).
-
-A training batch is drawn from its own `RandomState`, seeded from (run seed, stream, epoch, batch
-index), so a run is exact and does not depend on the number of DataLoader workers. Batches are
-tuples x (B, T, F) float32, y (B,) float32, mask (B, T) bool with True on real steps.
-"""
+"""LightningDataModules that generate every training batch afresh from its key, and a validation
+set once per run (§2.2, §2.3); the batches themselves come from batches.py."""
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
-import lightning as L
 import numpy as np
-import torch
-from torch import Tensor
+import pytorch_lightning as L
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from longterm.config import LENGTHS
-from longterm.tasks import default_width, generate
-
-Batch = tuple[Tensor, Tensor, Tensor]
-TRAIN, VALIDATION = 0, 1  # random streams
-
-
-def batch_rng(seed: int, stream: int, epoch: int, index: int) -> np.random.RandomState:
-    """The RandomState of one batch; SeedSequence mixes the four integers into the MT19937 state."""
-    return np.random.RandomState(
-        np.random.SeedSequence([seed, stream, epoch, index]).generate_state(4)
-    )
-
-
-def as_batch(X: np.ndarray, y: np.ndarray, mask: np.ndarray) -> Batch:
-    return (
-        torch.from_numpy(X).float(),
-        torch.from_numpy(np.asarray(y, dtype=np.float32)),
-        torch.from_numpy(mask),
-    )
-
-
-@dataclass(frozen=True)
-class FixedLengthBatches:
-    """Batches at T0 (§2.2). `per_sequence`: the paper's code, each sequence its own length on
-    [T0, width - 1], padded to the width, with the mask. `per_batch`: one length per batch from
-    the same range, no padding."""
-
-    task: str
-    T0: int
-    batch_size: int
-    lengths: str = "per_sequence"
-    task_params: dict[str, Any] = field(default_factory=dict)
-
-    def __call__(self, rng: np.random.RandomState) -> Batch:
-        if self.lengths == "per_sequence":
-            return as_batch(*generate(self.task, rng, self.T0, self.batch_size, **self.task_params))
-        length = int(rng.randint(self.T0, default_width(self.T0)))
-        return as_batch(
-            *generate(self.task, rng, length, self.batch_size, length, **self.task_params)
-        )
-
-
-@dataclass(frozen=True)
-class VariableLengthBatches:
-    """One length per batch, uniform on [min_length, max_length] inclusive (§2.3)."""
-
-    task: str
-    min_length: int
-    max_length: int
-    batch_size: int
-    task_params: dict[str, Any] = field(default_factory=dict)
-
-    def __call__(self, rng: np.random.RandomState) -> Batch:
-        length = int(rng.randint(self.min_length, self.max_length + 1))
-        return as_batch(
-            *generate(self.task, rng, length, self.batch_size, length, **self.task_params)
-        )
+from longterm.batches import (
+    TRAIN,
+    Batch,
+    FixedLengthBatches,
+    VariableLengthBatches,
+    batch_rng,
+    fixed_validation_set,
+    validation_lengths,
+    variable_validation_set,
+)
 
 
 class KeyedBatches(Dataset):
@@ -152,11 +97,8 @@ class FixedLengthData(TaskDataModule):
         self, task: str, T0: int, lengths: str = "per_sequence", val_size: int = 1000, **kw
     ):
         super().__init__(task, **kw)
-        if lengths not in LENGTHS:
-            raise ValueError(
-                f"unknown lengths mode {lengths!r}; choose one of {', '.join(LENGTHS)}"
-            )
         self.T0, self.lengths, self.val_size = T0, lengths, val_size
+        self.train_recipe()  # a bad lengths mode fails here, not at the first batch
 
     def train_recipe(self) -> FixedLengthBatches:
         return FixedLengthBatches(
@@ -164,14 +106,15 @@ class FixedLengthData(TaskDataModule):
         )
 
     def validation_set(self) -> list[Batch]:
-        starts = range(0, self.val_size, self.batch_size)
-        sizes = [min(self.batch_size, self.val_size - start) for start in starts]
-        return [
-            FixedLengthBatches(self.task, self.T0, size, self.lengths, self.task_params)(
-                batch_rng(self.seed, VALIDATION, 0, i)
-            )
-            for i, size in enumerate(sizes)
-        ]
+        return fixed_validation_set(
+            self.task,
+            self.T0,
+            self.batch_size,
+            self.val_size,
+            self.seed,
+            self.lengths,
+            self.task_params,
+        )
 
 
 class VariableLengthData(TaskDataModule):
@@ -193,7 +136,7 @@ class VariableLengthData(TaskDataModule):
 
     @property
     def val_lengths(self) -> list[int]:
-        return [int(t) for t in np.linspace(self.min_length, self.max_length, self.val_batches)]
+        return validation_lengths(self.min_length, self.max_length, self.val_batches)
 
     def train_recipe(self) -> VariableLengthBatches:
         return VariableLengthBatches(
@@ -201,16 +144,12 @@ class VariableLengthData(TaskDataModule):
         )
 
     def validation_set(self) -> list[Batch]:
-        return [
-            as_batch(
-                *generate(
-                    self.task,
-                    batch_rng(self.seed, VALIDATION, 0, i),
-                    t,
-                    self.val_batch_size,
-                    t,
-                    **self.task_params,
-                )
-            )
-            for i, t in enumerate(self.val_lengths)
-        ]
+        return variable_validation_set(
+            self.task,
+            self.min_length,
+            self.max_length,
+            self.val_batches,
+            self.val_batch_size,
+            self.seed,
+            self.task_params,
+        )

@@ -1,7 +1,7 @@
 """The LightningModule: Adam, and the task's loss and accuracy: MSE and the paper's tolerance
 accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification."""
 
-import lightning as L
+import pytorch_lightning as L
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F

@@ -19,7 +19,7 @@ class AttentionPooling(nn.Module):
         super().__init__()
         self.score = nn.Linear(dim, 1)  # w (D,) and a scalar bias b
         self.mask_padding = mask_padding
-        if init == "paper":  # w ~ N(0, 0.1), b = 0, as the paper's code
+        if init == "paper":  # w ~ N(0, 0.01), b = 0, as the paper's code
             nn.init.normal_(self.score.weight, std=0.1)
             nn.init.zeros_(self.score.bias)
 

@@ -7,17 +7,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import lightning as L
+import pytorch_lightning as L
 from hydra.utils import instantiate
-from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import TensorBoardLogger
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.loggers import TensorBoardLogger
 from torch.utils.tensorboard.summary import hparams
 
 from longterm.callbacks import StopOnDivergence, StopWhenSolved
 from longterm.config import validate
 from longterm.module import MemoryTaskModule
-from longterm.results import RESULT_FILE, git_commit, machine, now, write_result
+from longterm.records import RESULT_FILE, git_commit, machine, now, write_result
 from longterm.rundir import RunDirError, checkpoint_step, claim, finished
 
 log = logging.getLogger(__name__)
@@ -43,12 +43,12 @@ def not_a_tip(record: logging.LogRecord) -> bool:
 def quiet_library_logs() -> None:
     """Print each Lightning message once, through Hydra's handlers (console and train.log).
 
-    Lightning gives its "lightning" logger a console handler of its own and also lets it
+    Lightning gives its "pytorch_lightning" logger a console handler of its own and also lets it
     propagate to the root logger, so under Hydra every line would appear twice. Idempotent:
     the jobs of a local multirun share one process.
     """
-    logging.getLogger("lightning").handlers.clear()
-    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(not_a_tip)
+    logging.getLogger("pytorch_lightning").handlers.clear()
+    logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(not_a_tip)
 
 
 def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:

@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from longterm.results import RESULT_FILE, read_result
+from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
 
 LOCK_FILE = ".lock"
-# A run that ended with one of these is complete: rerunning its command does not train it again.
-FINAL_STATUSES = ("solved", "max_epochs", "diverged")
+CHECKPOINTS = "checkpoints"  # conf/callbacks/default.yaml: last.ckpt and best.ckpt
+EVENTS = "tb"  # conf/logger/tensorboard.yaml: the TensorBoard events
 
 
 class RunDirError(RuntimeError):

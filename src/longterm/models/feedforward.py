@@ -9,7 +9,7 @@ with attention pooling and 10,501 with mean pooling.
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.config import IMPLS
+from longterm.choices import IMPLS
 from longterm.models.fused import encode_pool
 from longterm.models.init import init_linear_
 from longterm.models.sequence import SequenceModel, with_head

@@ -32,6 +32,7 @@ readout's own (attention pooling: D + 1).
 import torch
 from torch import Tensor, nn
 
+from longterm.choices import NORMS
 from longterm.models.attention import attend, heads, norm, relative_bias
 from longterm.models.init import init_linear_
 from longterm.models.sequence import SequenceModel, with_head
@@ -71,9 +72,6 @@ class SelfAttention(nn.Module):
             bias = relative_bias(qb, self.pos, steps[start:end], steps[first:end])
             blocks.append(attend(qb, k[:, :, first:end], v[:, :, first:end], bias, mem_k, mem_v))
         return self.out(torch.cat(blocks, dim=2).transpose(1, 2).flatten(2))
-
-
-NORMS = ("post", "pre")
 
 
 def residual(h: Tensor, sublayer: nn.Module, position: str) -> Tensor:

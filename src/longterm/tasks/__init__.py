@@ -13,6 +13,7 @@ from functools import partial
 
 import numpy as np
 
+from longterm.choices import TASKS
 from longterm.tasks.lengths import default_width
 from longterm.tasks.marked import MARKED_TASKS, MIN_LENGTH, generate_marked
 from longterm.tasks.order import temporal_order, temporal_order3
@@ -23,12 +24,12 @@ Generator = Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 GENERATORS: dict[str, Generator] = {
     **{task: partial(generate_marked, task) for task in MARKED_TASKS},
+    "xor_classification": partial(generate_marked, "xor"),  # the same data, two classes
     "temporal_order": temporal_order,
     "temporal_order3": temporal_order3,
     "variable_tracking": variable_tracking,
     "associative_recall": associative_recall,
 }
-TASKS = tuple(GENERATORS)
 
 __all__ = ["GENERATORS", "MIN_LENGTH", "TASKS", "default_width", "generate"]
 

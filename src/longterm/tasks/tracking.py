@@ -33,7 +33,6 @@ ASSIGN, INC, DEC, IF, GT, LT, PRINT, ONE = (
     SYMBOLS.index(s) for s in ("=", "++", "--", "if", ">", "<", "print", "1")
 )
 N_SYMBOLS = len(SYMBOLS)
-N_CLASSES = 10
 SIZES = {"assign": 3, "step": 2, "if": 7, "print": 2}  # tokens per statement kind
 MIN_PROGRAM = 3 * SIZES["assign"] + SIZES["print"]
 

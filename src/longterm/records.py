@@ -1,7 +1,8 @@
-"""One `result.json` per run: what was run, how it ended, and on what code and machine.
+"""Run records: one `result.json` per run (what was run, how it ended, on what code and
+machine), and the `sweep.json` record a launcher keeps of its commands.
 
-The sweep collector reads these files, never the logs. A file is written to a temporary name in
-the same directory and renamed, so a reader never sees half a file.
+The collector reads these files, never the logs. A file is written to a temporary name in the
+same directory and renamed, so a reader never sees half a file.
 """
 
 import json
@@ -13,8 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-STATUSES = ("solved", "max_epochs", "diverged", "interrupted", "failed")
 RESULT_FILE = "result.json"
+# A run that ended with one of these is complete: rerunning its command does not train it again.
+# The others, "interrupted" and "failed", resume from the last checkpoint.
+FINAL_STATUSES = ("solved", "max_epochs", "diverged")
+# A launcher's record of its invocations in a sweep directory (longterm.experiments.lr_race).
+SWEEP_RECORD = "sweep.json"
 
 
 def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:

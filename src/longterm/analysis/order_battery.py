@@ -1,6 +1,6 @@
 """The order battery's table, from its runs' result.json files (conf/experiment/order_battery.yaml):
 
-    python -m longterm.battery outputs/order_battery --out docs/order_battery.md
+    python -m longterm.analysis.order_battery outputs/order_battery --out docs/order_battery.md
 
 One row per task, one column per architecture, the best validation accuracy of each run, beside
 two references computed on the same validation sets: the best constant predictor (chance) and, for
@@ -10,34 +10,16 @@ all that pooling over per-step features can see).
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from longterm.arch_runs import archs, pct, provenance, table_cli
-from longterm.data import FixedLengthData
+from longterm.analysis.arch_runs import archs, pct, provenance, table_cli
+from longterm.analysis.references import references
 from longterm.tasks import default_width
-from longterm.tasks.order import X
 
 COMMANDS = (
     "python src/train.py experiment=order_battery",
     "python src/train.py experiment=order_battery task=associative_recall task.params.k=2,8",
 )
-
-
-def references(data: dict, loss: str) -> tuple[float | None, float | None]:
-    """(chance, order-blind ceiling) on a run's validation set, regenerated from its config."""
-    if loss != "cross_entropy" or data["name"] != "fixed":
-        return None, None
-    kw = {k: v for k, v in data.items() if k not in ("name", "_target_")}
-    batches = FixedLengthData(**kw).validation_set()
-    x = np.concatenate([b[0].numpy() for b in batches])
-    y = np.concatenate([b[1].numpy() for b in batches]).astype(int)
-    chance = np.bincount(y).max() / len(y)
-    if not data["task"].startswith("temporal_order"):
-        return chance, None
-    n_y = x[:, :, X + 1].sum(1).astype(int)  # how many Y: all an order-blind model can tell
-    ceiling = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)
-    return chance, ceiling
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
@@ -100,7 +82,7 @@ Commands (conf/experiment/order_battery.yaml), then this table:
 
 ```
 {chr(10).join(f"OMP_NUM_THREADS=1 {c}" for c in COMMANDS)}
-python -m longterm.battery {" ".join(map(str, dirs))} --out docs/order_battery.md
+python -m longterm.analysis.order_battery {" ".join(map(str, dirs))} --out docs/order_battery.md
 ```
 
 {provenance(df)}

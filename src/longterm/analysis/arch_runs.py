@@ -1,5 +1,5 @@
 """The runs under sweep directories as one table, a row per result.json, each named by its
-architecture: what the table generators battery.py and memory_comparison.py read."""
+architecture: what the table generators order_battery.py and memory_comparison.py read."""
 
 import argparse
 import sys
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.sweeps import load_runs
+from longterm.analysis.runs import load_runs
 
 ARCHS = {  # (model, pool) -> the name of the architecture in tables, in table order
     ("feedforward", "attention"): "attention",
@@ -31,7 +31,7 @@ def arch_name(result: dict) -> str:
 
 
 def load(dirs: list[Path]) -> pd.DataFrame:
-    """One row per finished run under `dirs` (longterm.sweeps.load_runs, which warns about the
+    """One row per finished run under `dirs` (analysis.runs.load_runs, which warns about the
     others), in the order of ARCHS, then by task and seed."""
     rows = []
     for r in load_runs(dirs).to_dict("records"):

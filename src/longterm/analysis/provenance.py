@@ -1,94 +1,17 @@
-"""The runs of one or more sweeps, as a table: every finished run's result.json, and what made
-each sweep (its commands, commits, machine and time).
+"""What made each sweep: its commands, commits, machine and time (sweeps.md of the collector).
 
-A run directory (a Hydra job: it holds `.hydra/`) without a result.json, or with one that does
-not parse, is skipped with a warning naming it, as is a run that has not finished (interrupted,
-failed). Diverged runs are kept: they are results.
+The learning-rate race keeps its own record of its commands (`sweep.json`); for a Hydra multirun,
+the command is read from the sweep's `multirun.yaml` and each job's `.hydra/overrides.yaml`.
 """
 
 import json
-import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from omegaconf import OmegaConf
 
-from longterm.lr_race import SWEEP_RECORD
-from longterm.results import RESULT_FILE
-
-log = logging.getLogger("longterm.collect")
-FINISHED = ("solved", "max_epochs", "diverged")
-
-
-def machine_name(m: dict[str, Any]) -> str:
-    where = m.get("cuda") or f"{m['processor']}, {m['cpus']} cores"
-    return f"{where}, torch {m['torch']}"
-
-
-def epochs_trained(r: dict[str, Any]) -> float:
-    """Epochs the last process trained. A resumed run (or one continued to a larger limit,
-    longterm.continue_run) counts only those after `resumed_at_update`, as `wall_time_s` does."""
-    resumed = r.get("resumed_at_update") or 0
-    return r["epochs"] - resumed * r["epochs"] / r["updates"] if r["updates"] else r["epochs"]
-
-
-def run_row(path: Path, sweep: Path) -> dict[str, Any]:
-    r = json.loads(path.read_text())
-    return {
-        "sweep": str(sweep),
-        "run_dir": str(path.parent),
-        **{k: r[k] for k in ("task", "pool", "model", "data", "T0", "lr", "seed")},
-        "mask_padding": r["mask_padding"],
-        "lengths": r.get("lengths"),
-        "min_length": r.get("min_length"),
-        "max_length": r.get("max_length"),
-        **{k: r[k] for k in ("status", "epoch_solved", "epochs", "max_epochs", "updates")},
-        **{k: r[k] for k in ("best_acc", "final_acc", "diverged_step", "n_params")},
-        "history": r["val_acc_history"],
-        "wall_time_s": r["wall_time_s"],
-        "resumed_at_update": r.get("resumed_at_update"),
-        "epochs_trained": epochs_trained(r),
-        "started_at": r.get("started_at"),
-        "finished_at": r.get("finished_at"),
-        "commit": r["git_commit"],
-        "machine": machine_name(r["machine"]),
-        "loss": r["loss"],
-        "config": r["config"],
-    }
-
-
-def run_dirs(sweep: Path) -> Iterable[Path]:
-    """Every Hydra job directory under `sweep` (where Hydra saved the job's config)."""
-    return sorted(
-        {p.parent for p in sweep.glob("**/.hydra")}
-        | {p.parent for p in sweep.glob(f"**/{RESULT_FILE}")}
-    )
-
-
-def load_runs(sweeps: Iterable[str | Path]) -> pd.DataFrame:
-    """One row per finished run under `sweeps`; warns about (and skips) every other run."""
-    rows = []
-    for sweep in map(Path, sweeps):
-        if not sweep.is_dir():
-            log.warning(f"{sweep}: no such sweep directory")
-            continue
-        for run_dir in run_dirs(sweep):
-            path = run_dir / RESULT_FILE
-            if not path.exists():
-                log.warning(f"{run_dir}: skipped, no {RESULT_FILE} (not finished)")
-                continue
-            try:
-                row = run_row(path, sweep)
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                log.warning(f"{path}: skipped, corrupt ({type(e).__name__}: {e})")
-                continue
-            if row["status"] not in FINISHED:
-                log.warning(f"{path}: skipped, status {row['status']}")
-                continue
-            rows.append(row)
-    return pd.DataFrame(rows)
+from longterm.records import SWEEP_RECORD
 
 
 def same_value(a: str, b: str) -> bool:

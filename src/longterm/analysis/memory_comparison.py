@@ -1,7 +1,8 @@
 """The memory comparison's tables, from its runs' result.json files
 (conf/experiment/memory_comparison.yaml):
 
-    python -m longterm.memory_comparison outputs/memory_comparison --out docs/memory_comparison.md
+    python -m longterm.analysis.memory_comparison outputs/memory_comparison \
+        --out docs/memory_comparison.md
 
 Every architecture on every task: the best validation accuracy of each run, as the mean over
 seeds and its range (lowest and highest seed), beside the parameter count of the architecture on
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.arch_runs import archs, pct, provenance, table_cli
-from longterm.battery import references
+from longterm.analysis.arch_runs import archs, pct, provenance, table_cli
+from longterm.analysis.references import references
 from longterm.tasks import default_width
 
 COMMANDS = (
@@ -78,7 +79,7 @@ def report(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     first = df.data.iloc[0]
     stats = over_seeds(df)
     generator = shlex.join(
-        ["python", "-m", "longterm.memory_comparison", *map(str, dirs)]
+        ["python", "-m", "longterm.analysis.memory_comparison", *map(str, dirs)]
         + (["--out", str(out)] if out else [])
     )
     sections = [

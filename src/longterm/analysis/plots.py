@@ -1,6 +1,5 @@
 """The collector's figures: epochs to 100% against T0, learning curves, accuracy by length."""
 
-import logging
 from pathlib import Path
 
 import matplotlib
@@ -10,10 +9,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from longterm import paper  # noqa: E402
-from longterm.tables import variable_length_runs  # noqa: E402
-
-log = logging.getLogger("longterm.collect")
+from longterm.analysis import published  # noqa: E402
+from longterm.analysis.events import curve  # noqa: E402
+from longterm.analysis.variable_length import variable_length_runs  # noqa: E402
 
 
 def plot_epochs(cells: pd.DataFrame, path: Path) -> None:
@@ -33,10 +31,10 @@ def plot_epochs(cells: pd.DataFrame, path: Path) -> None:
                 capsize=3,
                 label=f"{pool} (ours)",
             )
-            published = {t: e for t, e in paper.TABLE1[(task, pool)].items() if isinstance(e, int)}
+            paper = {t: e for t, e in published.TABLE1[(task, pool)].items() if isinstance(e, int)}
             ax.plot(
-                list(published),
-                list(published.values()),
+                list(paper),
+                list(paper.values()),
                 color=color,
                 ls="--",
                 marker="o",
@@ -52,18 +50,6 @@ def plot_epochs(cells: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def train_loss(run_dir: str | Path) -> pd.Series:
-    """The run's train/loss curve from its TensorBoard events, indexed by update."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(Path(run_dir) / "tb"), size_guidance={"scalars": 0})
-    events.Reload()
-    if "train/loss" not in events.Tags()["scalars"]:
-        return pd.Series(dtype=float)
-    points = events.Scalars("train/loss")
-    return pd.Series([p.value for p in points], index=[p.step for p in points])
-
-
 def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
     """Training loss of each seed's winning run (TensorBoard's train/loss), one colour per T0."""
     tasks, pools = ["addition", "multiplication"], ["attention", "mean"]
@@ -73,7 +59,7 @@ def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
         ax = axes[i][j]
         for s in seeds[(seeds.task == task) & (seeds.pool == pool)].itertuples(index=False):
             for run_dir in s.run_dirs[:1]:  # one curve per seed, also when learning rates tie
-                loss = train_loss(run_dir)
+                loss = curve(run_dir, "train/loss")
                 ax.plot(loss.index, loss.values, color=colors[s.T0], alpha=0.6, lw=1)
         ax.set(title=f"{task}, {pool}", xscale="log", yscale="log")
         ax.grid(True, which="both", alpha=0.3)
@@ -117,28 +103,14 @@ def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
                 epochs = range(1, len(r.history) + 1)
                 label = f"{pool}, seed {r.seed}"
                 ax.plot(epochs, r.history, color=f"C{i}", marker=".", label=label)
-            ax.axhline(paper.VARIABLE_LENGTH[(task, pool)], color=f"C{i}", ls="--", lw=1)
+            ax.axhline(published.VARIABLE_LENGTH[(task, pool)], color=f"C{i}", ls="--", lw=1)
         ax.set(title=f"{task} (dashed: the paper after 100 epochs)", xlabel="epoch", ylim=(0, 1.02))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     save_panels(fig, axes, "validation accuracy (100 test lengths)", path)
 
 
-def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Each variable-length run's last checkpoint on the 100 test lengths; returns the data."""
-    from longterm.evaluate import accuracy_by_batch  # loads torch and the models
-
-    v = variable_length_runs(runs)
-    frames = []
-    for r in v.itertuples(index=False):
-        if (Path(r.run_dir) / "checkpoints" / "last.ckpt").exists():
-            frames.append(
-                accuracy_by_batch(r.run_dir).assign(task=r.task, pool=r.pool, seed=r.seed)
-            )
-        else:
-            log.warning(f"{r.run_dir}: no last.ckpt, left out of the accuracy-by-length plot")
-    if not frames:
-        return pd.DataFrame()
-    data = pd.concat(frames, ignore_index=True)
+def plot_accuracy_by_length(data: pd.DataFrame, path: Path) -> None:
+    """Accuracy on each test length (analysis.evaluate.accuracy_by_length), mean over seeds."""
     fig, axes = task_panels(data)
     for task, ax in axes.items():
         for pool, g in data[data.task == task].groupby("pool"):
@@ -146,4 +118,3 @@ def plot_accuracy_by_length(runs: pd.DataFrame, path: Path) -> pd.DataFrame:
             ax.plot(mean.index, mean.values, marker=".", label=f"{pool} (mean over seeds)")
         ax.set(title=task, xlabel="evaluation length", ylim=(0, 1.02))
     save_panels(fig, axes, "accuracy (10 sequences per length)", path)
-    return data

@@ -1,0 +1,24 @@
+"""Reference accuracies of a run's validation set, regenerated from its config: the best constant
+predictor (chance) and, for temporal order, the best order-blind predictor (one that sees only
+how many X and Y there are, all that pooling over per-step features can see)."""
+
+import numpy as np
+
+from longterm.batches import fixed_validation_set
+from longterm.tasks.order import X
+
+
+def references(data: dict, loss: str) -> tuple[float | None, float | None]:
+    """(chance, order-blind ceiling) on a run's validation set, regenerated from its config."""
+    if loss != "cross_entropy" or data["name"] != "fixed":
+        return None, None
+    keys = ("task", "T0", "batch_size", "val_size", "seed", "lengths", "task_params")
+    batches = fixed_validation_set(**{k: data[k] for k in keys})
+    x = np.concatenate([b[0].numpy() for b in batches])
+    y = np.concatenate([b[1].numpy() for b in batches]).astype(int)
+    chance = np.bincount(y).max() / len(y)
+    if not data["task"].startswith("temporal_order"):
+        return chance, None
+    n_y = x[:, :, X + 1].sum(1).astype(int)  # how many Y: all an order-blind model can tell
+    ceiling = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)
+    return chance, ceiling

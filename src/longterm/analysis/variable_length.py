@@ -1,0 +1,60 @@
+"""The variable-length experiment (§2.3) from a table of runs: final accuracy on the paper's
+100-length test set, per task and pool, over seeds, beside the paper's value."""
+
+import pandas as pd
+
+from longterm.analysis import published
+from longterm.analysis.table1 import spread
+
+
+def variable_length_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The §2.3 runs, one per task, pool, seed and learning rate: of a run continued to a larger
+    epoch limit (longterm.continue_run), the longest, since the shorter ones are its start."""
+    v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
+    same = ["task", "pool", "seed", "lr", "mask_padding"]
+    return v.sort_values("epochs").drop_duplicates(same, keep="last").sort_values(same)
+
+
+def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
+    """§2.3: final accuracy on the 100-length test set, per task and pool, over seeds."""
+    v = variable_length_runs(runs)
+    if v.empty:
+        return pd.DataFrame()
+    rows = []
+    for (task, pool), g in v.groupby(["task", "pool"]):
+        rows.append(
+            {
+                "task": task,
+                "pool": pool,
+                "seeds": g.seed.nunique(),
+                "lr": ", ".join(f"{lr:.0e}" for lr in sorted(g.lr.unique())),
+                "epochs": spread(g.epochs.median(), g.epochs.min(), g.epochs.max()),
+                "final_acc_mean": g.final_acc.mean(),
+                "final_acc_min": g.final_acc.min(),
+                "final_acc_max": g.final_acc.max(),
+                "best_acc_mean": g.best_acc.mean(),
+                "diverged": int((g.status == "diverged").sum()),
+                "paper": published.VARIABLE_LENGTH.get((task, pool)),
+                "wall_per_epoch_s": (g.wall_time_s / g.epochs_trained.clip(lower=1)).median(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def variable_length_markdown(v: pd.DataFrame) -> str:
+    lines = [
+        "## Variable lengths 50–10000: accuracy on the paper's 100-length test set",
+        "",
+        "Final accuracy: after the last epoch trained, mean [min–max] over seeds. The paper's",
+        f"is after {published.EPOCH_LIMIT} epochs, one run.",
+        "",
+        "| task | pool | seeds | lr | epochs | final accuracy | best accuracy | paper | s/epoch |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in v.itertuples(index=False):
+        acc = spread(r.final_acc_mean, r.final_acc_min, r.final_acc_max, "{:.1%}")
+        lines.append(
+            f"| {r.task} | {r.pool} | {r.seeds} | {r.lr} | {r.epochs} | {acc} | "
+            f"{r.best_acc_mean:.1%} | {r.paper:.1%} | {r.wall_per_epoch_s:.0f} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,2 @@
+"""Drivers that launch runs (the learning-rate race) or simulate without training (the
+bottleneck)."""
