@@ -113,7 +113,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     """Fit one run in `cfg.run_dir`; return (and write) its result record.
 
     The same command in the same directory continues the run: a finished run (see
-    `rundir.FINAL_STATUSES`) is returned as it is, an unfinished one resumes from its last
+    `records.FINAL_STATUSES`) is returned as it is, an unfinished one resumes from its last
     checkpoint. One process at a time holds the directory.
     """
     validate(cfg)

@@ -7,7 +7,7 @@ run directory without one, or with one that does not parse, is skipped with a wa
 as is a run that has not finished (interrupted, failed). Diverged runs are counted as diverged,
 never as zeros. Each seed repeats the paper's protocol: of its learning rates, the one that
 solves in the fewest epochs wins, or when none solves, the best accuracy at the epoch limit.
-Writes to --out:
+Writes to --out (by default `<first sweep>/collected/`, never docs/ unless named):
 
     runs.csv               one row per run: what every table below is computed from
     table1.md, table1.csv  epochs to 100% (fixed lengths), seeds' median and range, the paper's
@@ -46,13 +46,31 @@ def write(text: str, path: Path, title: str) -> None:
     )
 
 
+OUTPUTS = (
+    *("runs.csv", "sweeps.md", "table1.csv", "table1.md", "variable_length.md", "masking.md"),
+    *("accuracy_by_length.csv", "epochs_vs_T0.png", "learning_curves.png"),
+    *("variable_length_curves.png", "accuracy_by_length.png"),
+)
+COLLECTED = "collected"  # the default output, inside the first sweep
+
+
+def plotted(path: Path, skipped: str | None) -> None:
+    if skipped:
+        log.warning(f"{path.name} not drawn: {skipped}")
+
+
 def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
-    """Write every table and plot the runs under `sweeps` support into `out`; return the runs."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every table and plot the runs under `sweeps` support into `out`; return the runs.
+
+    Files of an earlier collection into `out` that these runs do not support are removed, so
+    `out` never mixes two collections; nothing else in `out` is touched."""
     runs = load_runs(sweeps)
     if runs.empty:
-        raise SystemExit(f"no finished runs under {', '.join(sweeps)}")
+        raise SystemExit(f"error: no finished runs under {', '.join(map(str, sweeps))}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
     runs.drop(columns="config").to_csv(out / "runs.csv", index=False)
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
     seeds = table1_seeds(runs)
@@ -61,11 +79,14 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
         cells.to_csv(out / "table1.csv", index=False)
         write(table1_markdown(cells), out / "table1.md", "Table 1, fixed lengths")
         plot_epochs(cells, out / "epochs_vs_T0.png")
-        plot_learning_curves(seeds, out / "learning_curves.png")
+        plotted(
+            out / "learning_curves.png", plot_learning_curves(seeds, out / "learning_curves.png")
+        )
     v = variable_length(runs)
     if not v.empty:
         write(variable_length_markdown(v), out / "variable_length.md", "Variable-length experiment")
-        plot_variable_length_curves(runs, out / "variable_length_curves.png")
+        curves = out / "variable_length_curves.png"
+        plotted(curves, plot_variable_length_curves(runs, curves))
         # Evaluating checkpoints loads the models and Lightning: only for these runs.
         from longterm.analysis.evaluate import accuracy_by_length
 
@@ -82,8 +103,13 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("sweeps", nargs="+", help="sweep (or run) directories")
-    p.add_argument("--out", default="docs/results")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help=f"where the tables and plots go (default: <first sweep>/{COLLECTED}/)",
+    )
     args = p.parse_args(argv)
+    args.out = args.out or Path(args.sweeps[0]) / COLLECTED
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     logging.getLogger("tensorboard").setLevel(logging.WARNING)  # one line per event file
     runs = collect(args.sweeps, args.out)

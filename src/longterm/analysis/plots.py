@@ -50,17 +50,23 @@ def plot_epochs(cells: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
-    """Training loss of each seed's winning run (TensorBoard's train/loss), one colour per T0."""
+def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> str | None:
+    """Training loss of each seed's winning run (TensorBoard's train/loss), one colour per T0.
+    Returns why the figure was not drawn, or None."""
     tasks, pools = ["addition", "multiplication"], ["attention", "mean"]
+    losses = {}  # (task, pool) -> [(T0, loss curve)], one curve per seed, also when lrs tie
+    for s in seeds.itertuples(index=False):
+        loss = curve(s.run_dirs[0], "train/loss") if s.run_dirs else pd.Series(dtype=float)
+        if (loss > 0).any():
+            losses.setdefault((s.task, s.pool), []).append((s.T0, loss[loss > 0]))
+    if not losses:
+        return "no run that the learning-rate rule chose logged train/loss"
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True, sharey=True)
     colors = {T0: f"C{i}" for i, T0 in enumerate(sorted(seeds.T0.unique()))}
     for (i, task), (j, pool) in ((a, b) for a in enumerate(tasks) for b in enumerate(pools)):
         ax = axes[i][j]
-        for s in seeds[(seeds.task == task) & (seeds.pool == pool)].itertuples(index=False):
-            for run_dir in s.run_dirs[:1]:  # one curve per seed, also when learning rates tie
-                loss = curve(run_dir, "train/loss")
-                ax.plot(loss.index, loss.values, color=colors[s.T0], alpha=0.6, lw=1)
+        for T0, loss in losses.get((task, pool), []):
+            ax.plot(loss.index, loss.values, color=colors[T0], alpha=0.6, lw=1)
         ax.set(title=f"{task}, {pool}", xscale="log", yscale="log")
         ax.grid(True, which="both", alpha=0.3)
     for T0, color in colors.items():
@@ -73,6 +79,7 @@ def plot_learning_curves(seeds: pd.DataFrame, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return None
 
 
 def task_panels(data: pd.DataFrame) -> tuple[plt.Figure, dict[str, plt.Axes]]:
@@ -85,17 +92,21 @@ def task_panels(data: pd.DataFrame) -> tuple[plt.Figure, dict[str, plt.Axes]]:
 def save_panels(fig: plt.Figure, axes: dict[str, plt.Axes], ylabel: str, path: Path) -> None:
     for ax in axes.values():
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     next(iter(axes.values())).set_ylabel(ylabel)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
+def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> str | None:
     """Validation accuracy after each epoch (result.json's history) of the §2.3 runs, with the
-    paper's accuracy after its 100 epochs as a dashed line."""
+    paper's accuracy after its 100 epochs as a dashed line. Returns why the figure was not
+    drawn, or None."""
     v = variable_length_runs(runs)
+    if not any(len(h) for h in v.history):
+        return "no variable-length run was validated"
     fig, axes = task_panels(v)
     for task, ax in axes.items():
         for i, (pool, g) in enumerate(v[v.task == task].groupby("pool")):
@@ -103,10 +114,13 @@ def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> None:
                 epochs = range(1, len(r.history) + 1)
                 label = f"{pool}, seed {r.seed}"
                 ax.plot(epochs, r.history, color=f"C{i}", marker=".", label=label)
-            ax.axhline(published.VARIABLE_LENGTH[(task, pool)], color=f"C{i}", ls="--", lw=1)
+            paper = published.VARIABLE_LENGTH.get((task, pool))
+            if paper is not None:
+                ax.axhline(paper, color=f"C{i}", ls="--", lw=1)
         ax.set(title=f"{task} (dashed: the paper after 100 epochs)", xlabel="epoch", ylim=(0, 1.02))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     save_panels(fig, axes, "validation accuracy (100 test lengths)", path)
+    return None
 
 
 def plot_accuracy_by_length(data: pd.DataFrame, path: Path) -> None:

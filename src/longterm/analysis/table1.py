@@ -103,7 +103,10 @@ def cell_text(c: pd.Series) -> str:
     if c.solved_seeds:
         parts.append(spread(c.epochs_median, c.epochs_min, c.epochs_max))
     if c.solved_seeds < c.seeds:
-        acc = spread(c.unsolved_acc_median, c.unsolved_acc_min, c.unsolved_acc_max, "{:.1%}")
+        if pd.notna(c.unsolved_acc_median):
+            acc = spread(c.unsolved_acc_median, c.unsolved_acc_min, c.unsolved_acc_max, "{:.1%}")
+        else:  # no run reached the limit: every unsolved one diverged
+            acc = "diverged"
         parts.append(
             f"*{acc}*" if not c.solved_seeds else f"{c.solved_seeds}/{c.seeds} solved, *{acc}*"
         )

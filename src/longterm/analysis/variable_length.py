@@ -41,6 +41,10 @@ def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def percent(value: float | None) -> str:
+    return "" if value is None or pd.isna(value) else f"{value:.1%}"
+
+
 def variable_length_markdown(v: pd.DataFrame) -> str:
     lines = [
         "## Variable lengths 50–10000: accuracy on the paper's 100-length test set",
@@ -52,9 +56,13 @@ def variable_length_markdown(v: pd.DataFrame) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in v.itertuples(index=False):
-        acc = spread(r.final_acc_mean, r.final_acc_min, r.final_acc_max, "{:.1%}")
+        acc = (
+            spread(r.final_acc_mean, r.final_acc_min, r.final_acc_max, "{:.1%}")
+            if pd.notna(r.final_acc_mean)
+            else "not validated"
+        )
         lines.append(
             f"| {r.task} | {r.pool} | {r.seeds} | {r.lr} | {r.epochs} | {acc} | "
-            f"{r.best_acc_mean:.1%} | {r.paper:.1%} | {r.wall_per_epoch_s:.0f} |"
+            f"{percent(r.best_acc_mean)} | {percent(r.paper)} | {r.wall_per_epoch_s:.0f} |"
         )
     return "\n".join(lines) + "\n"
