@@ -7,6 +7,8 @@ allowed, before any output directory exists or any job of a sweep has run. This 
 """
 
 import itertools
+import os
+import tempfile
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -19,6 +21,7 @@ from omegaconf.errors import OmegaConfBaseException
 from longterm.config import ConfigError, validate
 
 HYDRA_FLAGS = ("-m", "--multirun")  # other flags (--cfg, --help, ...) are left to Hydra
+OPTIONAL_GROUPS = ("arch", "experiment")  # null by default: a run needs no choice there
 
 
 def job_overrides(overrides: list[str], sweeper_params: DictConfig | None) -> list[list[str]]:
@@ -60,19 +63,66 @@ def explain(error: Exception, overrides: list[str]) -> str:
     return "; ".join(lines[:2]) if lines else type(error).__name__
 
 
+def check_null_groups(overrides: list[str], config_dir: Path) -> None:
+    """`group=null` (Hydra's way to drop a default) for a group every run needs."""
+    for override in overrides:
+        group, _, value = override.partition("=")
+        options = sorted(p.stem for p in (config_dir / group).glob("*.yaml"))
+        if value == "null" and options and group not in OPTIONAL_GROUPS:
+            raise ConfigError(f"{group}=null is invalid: choose one of {', '.join(options)}")
+
+
+def check_accelerator(cfg: DictConfig) -> None:
+    """An accelerator asked for by name is one this machine has (Lightning's own test)."""
+    name = OmegaConf.select(cfg, "trainer.accelerator")
+    if name in (None, "auto", "cpu"):
+        return
+    from pytorch_lightning.accelerators import AcceleratorRegistry  # only when one is named
+
+    kind = "cuda" if name == "gpu" else name
+    if not AcceleratorRegistry.get(kind).is_available():
+        raise ConfigError(
+            f"trainer.accelerator={name} is invalid: this machine has no {name} "
+            "(trainer.accelerator=auto uses one when there is one)"
+        )
+
+
+def check_output_dir(cfg: DictConfig, multirun: bool) -> None:
+    """The run's (or the sweep's) directory can be made: its nearest existing folder takes a new
+    folder (tried with a temporary one, removed at once)."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    path = Path(OmegaConf.select(cfg, key)).absolute()
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is a file")
+        if existing != path or not os.access(path, os.W_OK | os.X_OK):
+            os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".preflight-"))
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise ConfigError(f"{key}={path} is invalid: cannot create it ({reason})") from None
+
+
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
-    """Raise ConfigError (one line) if any job that `argv` would launch has a bad config."""
+    """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, or its
+    output directory cannot be made."""
     if any(a.startswith("-") and a not in HYDRA_FLAGS for a in argv):
         return
     overrides = [a for a in argv if a not in HYDRA_FLAGS]
+    check_null_groups(overrides, config_dir)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(str(config_dir.resolve()), version_base="1.3"):
             first = job_overrides(overrides, None)[0]
             cfg = compose(config_name, overrides=first, return_hydra_config=True)
             params = OmegaConf.select(cfg, "hydra.sweeper.params")
-            for job in job_overrides(overrides, params):
-                validate(compose(config_name, overrides=job))
+            jobs = [compose(config_name, overrides=j) for j in job_overrides(overrides, params)]
+            for job in jobs:
+                validate(job)
+            for job in jobs:
+                check_accelerator(job)
+            multirun = any(a in HYDRA_FLAGS for a in argv) or params is not None
+            check_output_dir(cfg, multirun)
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError(explain(e, overrides)) from None
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 import pytorch_lightning as L
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 from torch.utils.tensorboard.summary import hparams
 
@@ -33,6 +33,9 @@ warnings.filterwarnings("ignore", ".*does not have many workers.*")
 warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
 # A run directory with checkpoints is one being resumed (longterm.rundir), not a mistake.
 warnings.filterwarnings("ignore", ".*Checkpoint directory .* exists and is not empty.*")
+# On a cluster's login node every local run would be told that SLURM is there; launcher=slurm is
+# how a run uses it (README, "SLURM").
+warnings.filterwarnings("ignore", ".*The `srun` command is available on your system.*")
 
 
 def not_a_tip(record: logging.LogRecord) -> bool:
@@ -150,15 +153,22 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    if not cfg.logger:  # logger=none: no events, so no learning rate to log either
+        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
     ckpt = last_checkpoint(callbacks)
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     # Events from `resumed_at` on (the interrupted epoch; an epoch's validation is logged at the
     # step before) came from the process that stopped and are logged again: the writer marks
     # them stale, so TensorBoard shows one continuous curve in the same tb/.
-    logger = instantiate(cfg.logger, **({} if ckpt is None else {"purge_step": resumed_at}))
+    logger = (
+        instantiate(cfg.logger, **({} if ckpt is None else {"purge_step": resumed_at}))
+        if cfg.logger
+        else False
+    )
     trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
     params = run_params(cfg)
-    log_hparams(logger, params)
+    if logger:
+        log_hparams(logger, params)
     if ckpt is not None:
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
 

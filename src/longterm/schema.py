@@ -1,0 +1,212 @@
+"""The schema of every user-facing config key: one pydantic model per section (§ of conf/).
+
+The project's own sections (task, pool, model, data) are closed: every key is listed, so a key
+added with `+` is refused. Library sections (trainer, callbacks) are open: only the listed keys are
+checked. config.validate turns the first fault into one line.
+"""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from longterm.choices import (
+    ACCELERATORS,
+    ATTENTION_MODELS,
+    IMPLS,
+    INITS,
+    LENGTHS,
+    LOSSES,
+    NORMS,
+    PER_STEP_MODELS,
+    POOLS,
+    TASKS,
+)
+from longterm.tasks import MIN_LENGTH
+
+
+class Section(BaseModel):
+    """A section whose every key the schema lists: a key added with `+` is refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
+    target: str | None = Field(default=None, alias="_target_")
+
+
+class TaskSection(Section):
+    name: Literal[TASKS]
+    n_features: int = Field(ge=1)
+    n_outputs: int = Field(ge=1)
+    loss: Literal[LOSSES]
+    params: dict[str, int]  # the generator's own keys (associative_recall: k)
+
+    @model_validator(mode="after")
+    def outputs_fit_the_loss(self) -> "TaskSection":
+        if (self.loss == "mse") != (self.n_outputs == 1):
+            raise ValueError(
+                f"loss={self.loss} needs n_outputs {'= 1' if self.loss == 'mse' else '>= 2'},"
+                f" got {self.n_outputs}"
+            )
+        return self
+
+
+class PoolSection(Section):
+    name: Literal[POOLS]
+    mask_padding: bool
+
+
+class ModelSection(Section):
+    name: Literal[PER_STEP_MODELS]
+    dim: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    negative_slope: float = Field(ge=0)
+    init: Literal[INITS]
+    impl: Literal[IMPLS]
+
+
+class AttentionModelSection(ModelSection):
+    """The keys every attention model has (models/transformer.py, models/feedback.py)."""
+
+    name: Literal[ATTENTION_MODELS]
+    heads: int = Field(ge=1)
+    layers: int = Field(ge=1)
+    attn_span: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def heads_divide_dim(self) -> "AttentionModelSection":
+        if self.dim % self.heads:
+            raise ValueError(f"heads={self.heads} must divide dim={self.dim}")
+        return self
+
+
+class AllAttentionSection(AttentionModelSection):
+    name: Literal["all_attention"]
+    n_persistent: int = Field(ge=0)  # N persistent key/value slots per head
+    norm: Literal[NORMS]
+
+
+class FeedbackSection(AttentionModelSection):
+    name: Literal["feedback"]
+    d_ff: int = Field(ge=1)
+    share_kv: bool
+
+
+class TransformerSection(AttentionModelSection):
+    name: Literal["transformer"]
+    d_ff: int = Field(ge=1)
+    norm: Literal[NORMS]
+
+
+MODEL_SECTIONS = ModelSection | AllAttentionSection | TransformerSection | FeedbackSection
+
+
+class DataSection(Section):
+    task: str
+    seed: int
+    batch_size: int = Field(ge=1)
+    batches_per_epoch: int = Field(ge=1)
+    num_workers: int = Field(ge=0)
+    task_params: dict[str, int]
+
+
+class FixedDataSection(DataSection):
+    name: Literal["fixed"]
+    T0: int
+    lengths: Literal[LENGTHS]
+    val_size: int = Field(ge=1)
+
+
+class VariableDataSection(DataSection):
+    name: Literal["variable"]
+    min_length: int = Field(ge=MIN_LENGTH)
+    max_length: int = Field(ge=MIN_LENGTH)
+    val_batches: int = Field(ge=1)
+    val_batch_size: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def ordered_lengths(self) -> "VariableDataSection":
+        if self.min_length > self.max_length:
+            raise ValueError(
+                f"min_length={self.min_length} must be <= max_length={self.max_length}"
+            )
+        return self
+
+
+class OptimSection(Section):
+    """Adam's other hyperparameters; the learning rate is the top-level `lr`."""
+
+    betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(min_length=2, max_length=2)
+    eps: float = Field(gt=0)
+
+
+class LocalLauncher(Section):
+    name: Literal["local"]
+
+
+class SubmititLocalLauncher(Section):
+    name: Literal["submitit_local"]
+    time_min: int = Field(ge=1)
+    gpus: int = Field(ge=0)
+    cpus: int = Field(ge=1)
+    mem_gb: float = Field(gt=0)
+
+
+class SlurmLauncher(SubmititLocalLauncher):
+    name: Literal["slurm"]
+    partition: str | None
+    max_num_timeout: int = Field(ge=0)
+
+
+class OpenSection(BaseModel):
+    """A section with library options (Lightning's Trainer, callbacks): only the listed keys are
+    checked."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+def device_choice(value: Any) -> Any:
+    """Lightning's `devices`: a count, a list of device indices, or "auto"."""
+    if value == "auto" or (type(value) is int and value >= 1):
+        return value
+    if isinstance(value, list) and value and all(type(i) is int and i >= 0 for i in value):
+        return value
+    raise PydanticCustomError(
+        "devices", "Input should be a count >= 1, a list of device indices or 'auto'"
+    )
+
+
+class TrainerSection(OpenSection):
+    """Lightning Trainer options a user sets; Lightning's defaults where a config leaves one out."""
+
+    max_epochs: int = Field(ge=1)
+    accelerator: Literal[ACCELERATORS] = "auto"
+    devices: Annotated[Any, AfterValidator(device_choice)] = "auto"
+    log_every_n_steps: int = Field(default=50, ge=1)
+    num_sanity_val_steps: int = Field(default=2, ge=-1)
+    enable_progress_bar: bool = True
+    enable_model_summary: bool = True
+    deterministic: Literal[True, False, "warn"] = False
+
+
+class StopWhenSolvedSection(Section):
+    monitor: str
+    threshold: float = Field(ge=0, le=1)
+
+
+class CallbacksSection(OpenSection):
+    stop_when_solved: StopWhenSolvedSection
+
+
+class TrainConfig(OpenSection):
+    T0: int = Field(ge=MIN_LENGTH, description="shortest sequence length")
+    lr: float = Field(gt=0)
+    seed: int = Field(ge=0)
+    optim: OptimSection
+    task: TaskSection
+    pool: PoolSection
+    model: Annotated[MODEL_SECTIONS, Field(discriminator="name")]
+    data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
+    trainer: TrainerSection
+    callbacks: CallbacksSection
+    launcher: Annotated[
+        LocalLauncher | SubmititLocalLauncher | SlurmLauncher, Field(discriminator="name")
+    ]
