@@ -31,12 +31,13 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from report import Bench, document
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -46,7 +47,6 @@ from longterm.run import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
 B = 100
-EPOCH = 1000  # updates per epoch (§2.2)
 # name: (config overrides, wrap the model in torch.compile)
 CASES = {
     "reference": (["model.impl=reference"], False),
@@ -60,7 +60,7 @@ CASES = {
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
 MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000}
-PAPER_RNN_OVER_ATTENTION = 917 / 254  # epoch times at T0 = 10000 on a GTX 980 Ti (§2.2)
+METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 
 def build(overrides: list[str], T0: int, device: str) -> tuple[torch.nn.Module, tuple]:
@@ -92,6 +92,20 @@ def memory_kb(field: str) -> int:
     raise KeyError(field)
 
 
+def peak_mb(update: Callable[[], None], device: str) -> float:
+    """The peak memory of one more update above the memory before it, in MB."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # resets the peak (VmHWM) to VmRSS
+        base = memory_kb("VmRSS") * 1024
+    update()
+    peak = torch.cuda.max_memory_allocated() if device == "cuda" else memory_kb("VmHWM") * 1024
+    return (peak - base) / 2**20
+
+
 def measure(case: str, T0: int, device: str, min_time: float, min_updates: int) -> dict:
     """Time updates of one case in this process (min_updates = 0: measure the peak memory of one
     update instead); return its record."""
@@ -110,16 +124,7 @@ def measure(case: str, T0: int, device: str, min_time: float, min_updates: int) 
 
     update()  # compiles where there is something to compile
     if min_updates == 0:
-        gc.collect()
-        if device == "cuda":
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-        else:
-            Path("/proc/self/clear_refs").write_text("5")  # resets the peak (VmHWM) to VmRSS
-            base = memory_kb("VmRSS") * 1024
-        update()
-        peak = torch.cuda.max_memory_allocated() if device == "cuda" else memory_kb("VmHWM") * 1024
-        return {"peak_mb": (peak - base) / 2**20}
+        return {"peak_mb": peak_mb(update, device)}
     times: list[float] = []
     while len(times) < min_updates or sum(times) < min_time:
         start = time.perf_counter()
@@ -176,86 +181,8 @@ def data_ms(T0: int) -> float:
     return statistics.median(times) * 1e3
 
 
-def times(x: float) -> str:
-    """A ratio with one decimal, or two significant digits below 1 (0.032×, not 0.0×)."""
-    return f"{x:.1f}×" if x >= 1 else f"{x:.2g}×"
-
-
-def table(records: list[dict], peak: float, data: dict[int, float]) -> list[str]:
-    """Markdown rows: each case against the reference of the same T0."""
-    lines = [
-        "| T0 | model | ms / update | updates / s | × reference | M steps / s | GFLOP/s "
-        "| of matmul peak | peak MB / update | reference memory ÷ this | epoch (1000 updates) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        ref = next(q for q in records if q["T0"] == r["T0"] and q["case"] == "reference")
-        gflops = r["flops"] / r["s_per_update"] / 1e9
-        lines.append(
-            f"| {r['T0']} | {r['case']} | {r['s_per_update'] * 1e3:.1f} | "
-            f"{1 / r['s_per_update']:.2f} | {times(ref['s_per_update'] / r['s_per_update'])} | "
-            f"{B * r['T'] / r['s_per_update'] / 1e6:.2f} | {gflops:.1f} | {gflops / peak:.1%} | "
-            f"{r['peak_mb']:.1f} | {ref['peak_mb'] / max(r['peak_mb'], 0.1):.2g}× | "
-            f"{EPOCH * r['s_per_update']:.0f} s |"
-        )
-    lines += ["", "| T0 | data generator, ms / batch | share of a fused update |", "|---|---|---|"]
-    for T0, ms in data.items():
-        fused = next(r for r in records if r["T0"] == T0 and r["case"] == "fused")
-        lines.append(f"| {T0} | {ms:.1f} | {ms / 1e3 / fused['s_per_update']:.0%} |")
-    return lines
-
-
-def rnn_ratio(records: list[dict], T0: int) -> list[str]:
-    """Epoch-time ratio of the vanilla RNN to feed-forward attention, against the paper's."""
-    at = {r["case"]: r["s_per_update"] for r in records if r["T0"] == T0}
-    if "rnn" not in at:
-        return []
-    return [
-        f"At T0 = {T0}, an epoch of the vanilla RNN takes {at['rnn'] / at['fused']:.1f}× as long "
-        f"as feed-forward attention with the fused encoder, and "
-        f"{at['rnn'] / at['reference']:.1f}× as long as the reference implementation; the paper "
-        f"reports 917 s / 254 s = {PAPER_RNN_OVER_ATTENTION:.1f}× on a GTX 980 Ti.",
-    ]
-
-
-def feedback_ratio(records: list[dict]) -> list[str]:
-    """Per T0, one feedback update against the parallel attention models' (docs/models.md)."""
-    lines = []
-    for T0 in sorted({r["T0"] for r in records}):
-        at = {r["case"]: r["s_per_update"] for r in records if r["T0"] == T0}
-        if "feedback" in at and {"transformer", "all_attention"} <= set(at):
-            lines.append(
-                f"At T0 = {T0}, one update of the Feedback Transformer (steps in sequence) takes "
-                f"{times(at['feedback'] / at['transformer'])} as long as the transformer's and "
-                f"{times(at['feedback'] / at['all_attention'])} as long as all-attention's "
-                "(all steps at once)."
-            )
-    return lines
-
-
-def runs_section(run_dirs: list[Path]) -> list[str]:
-    """End-to-end training runs, read from their result.json, with the command of each."""
-    lines = [
-        "## End-to-end runs",
-        "",
-        "| command | status | epochs | val/acc after each epoch | wall time | commit | machine |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for run_dir in run_dirs:
-        r = json.loads((run_dir / "result.json").read_text())
-        overrides = OmegaConf.load(run_dir / ".hydra" / "overrides.yaml")
-        command = " ".join(["python src/train.py", *overrides, f"hydra.run.dir={run_dir}"])
-        history = ", ".join(f"{a:.3f}" for a in r["val_acc_history"])
-        m = r["machine"]
-        lines.append(
-            f"| `{command}` | {r['status']} | {r['epochs']} | {history} | "
-            f"{r['wall_time_s'] / 60:.1f} min | {r['git_commit'][:12]} | "
-            f"{m['processor']}, {m['cpus']} cores, torch {m['torch']} |"
-        )
-    return lines
-
-
-def main() -> None:
+def parse() -> argparse.Namespace:
+    """The command line (sys.argv)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--T0", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
@@ -268,61 +195,60 @@ def main() -> None:
     )
     parser.add_argument("--runs-note", default="", help="a sentence on how the runs were made")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
-    args = parser.parse_args()
-    if args.case:
-        record = measure(args.case, args.T0[0], args.device, args.min_time, args.min_updates)
-        print(json.dumps(record))
-        return
+    return parser.parse_args()
 
-    started = time.perf_counter()
-    peak = matmul_peak()
-    print(f"float32 matmul peak: {peak:.1f} GFLOP/s", flush=True)
-    data = {T0: data_ms(T0) for T0 in args.T0}
+
+def run_cases(args: argparse.Namespace) -> list[dict]:
+    """Every case at every T0 it is measured at, each in fresh processes, printed as it ends."""
     records = []
     for T0 in args.T0:
         for case in [c for c in args.cases if MAX_T0.get(c, T0) >= T0]:
-            records.append(run_case(case, T0, args))
-            r = records[-1]
+            r = run_case(case, T0, args)
             print(
                 f"T0={T0} {case}: {r['s_per_update'] * 1e3:.1f} ms/update, "
                 f"peak {r['peak_mb']:.1f} MB",
                 flush=True,
             )
-    command = shlex.join(["python", "bench/throughput.py", *sys.argv[1:]])
-    lines = [
-        "# Performance",
-        "",
-        "Generated by `bench/throughput.py`; do not edit by hand. Regenerate with",
-        "",
-        f"    {command.strip()}",
-        "",
-        f"- date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; commit: {git_commit()}",
-        f"- machine: {json.dumps(machine())}; {platform.platform()}",
-        f"- threads: {torch.get_num_threads()}; device: {args.device}",
-        f"- float32 matmul peak measured in this run: {peak:.1f} GFLOP/s",
-        f"- whole benchmark: {time.perf_counter() - started:.0f} s",
-        "",
-        f"B = {B}, D = 100 (the attention models: D = 64, two layers, span 64, conf/model/), "
-        "addition task, float32. Ratios are against the reference implementation at the same "
-        "T0, measured in this run.",
-        "",
-        *table(records, peak, data),
-        "",
-        *rnn_ratio(records, max(args.T0)),
-        "",
-        *feedback_ratio(records),
-        "",
-        *(runs_section(args.runs) if args.runs else []),
-        "",
-        *([args.runs_note, ""] if args.runs_note else []),
-        "## How it is measured",
-        "",
-        "\n\n".join(__doc__.strip().split("\n\n")[2:]),
-        "",
-    ]
+            records.append(r)
+    return records
+
+
+def benchmark(args: argparse.Namespace) -> Bench:
+    """The matmul peak, the data generator and every case, with where and when they ran."""
+    started = time.perf_counter()
+    peak = matmul_peak()
+    print(f"float32 matmul peak: {peak:.1f} GFLOP/s", flush=True)
+    data = {T0: data_ms(T0) for T0 in args.T0}
+    records = run_cases(args)
+    return Bench(
+        command=shlex.join(["python", "bench/throughput.py", *sys.argv[1:]]).strip(),
+        date=datetime.now(UTC),
+        commit=git_commit(),
+        machine=machine(),
+        platform=platform.platform(),
+        threads=torch.get_num_threads(),
+        device=args.device,
+        batch=B,
+        peak=peak,
+        seconds=time.perf_counter() - started,
+        records=records,
+        data=data,
+        runs=args.runs,
+        runs_note=args.runs_note,
+    )
+
+
+def main() -> None:
+    """Measure every case at every T0 and write the page; with --case, measure one case only."""
+    args = parse()
+    if args.case:
+        record = measure(args.case, args.T0[0], args.device, args.min_time, args.min_updates)
+        print(json.dumps(record))
+        return
+    text = document(benchmark(args), METHOD)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines))
-    print("\n".join(lines))
+    args.out.write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

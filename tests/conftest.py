@@ -1,16 +1,20 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
 
 ROOT = Path(__file__).resolve().parent.parent
+CONF = ROOT / "conf"
 SHARED = ROOT.parent / "shared"
 FIXTURES = SHARED / "fixtures" / "lstm_problems_reference.npz"
 
-# A short run: 20 updates an epoch, validation on 200 sequences, no progress bar.
+# A short run: 20 updates an epoch, two epochs, validation on 200 sequences, no progress bar.
 QUICK = [
     "data.batches_per_epoch=20",
     "data.val_size=200",
@@ -20,15 +24,71 @@ QUICK = [
 ]
 
 
-def train_py(*args: str, cwd: Path = ROOT, timeout: int = 300) -> subprocess.CompletedProcess:
-    """Run the real entry point `src/train.py` with these arguments."""
+def quick(*changes: str, drop: tuple[str, ...] = (), base: list[str] = QUICK) -> list[str]:
+    """`base` with `key=value` changes: a key it already sets takes the new value where it
+    stands, any other key is added at the end; the keys in `drop` are left to the config."""
+    values = dict(change.split("=", 1) for change in changes)
+    kept = []
+    for override in base:
+        key = override.split("=", 1)[0]
+        if key not in drop:
+            kept.append(f"{key}={values.pop(key)}" if key in values else override)
+    return kept + [f"{key}={value}" for key, value in values.items()]
+
+
+# Epochs long enough that a process can be stopped part-way through one (about 2 s each).
+LONGER = quick("data.batches_per_epoch=100")
+# A few updates on short sequences: enough to run forward, backward and Adam on every model.
+TINY = quick(
+    "T0=20",
+    "data.batch_size=8",
+    "data.batches_per_epoch=3",
+    "data.val_size=16",
+    "trainer.max_epochs=1",
+    "trainer.log_every_n_steps=1",
+)
+# Four updates an epoch, each one logged, on the reference pooling (nothing compiled per process).
+FOUR_STEPS = quick(
+    "data.batches_per_epoch=4",
+    "data.val_size=100",
+    "trainer.log_every_n_steps=1",
+    "model.impl=reference",
+)
+
+
+def train_py(
+    *args: str, cwd: Path = ROOT, timeout: int = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run the real entry point `src/train.py` with these arguments (and `env` added to this
+    process's environment)."""
     return subprocess.run(
         [sys.executable, str(ROOT / "src" / "train.py"), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
     )
+
+
+def sweep_results(sweep_dir: Path) -> list[dict]:
+    """Each finished job's result.json in a sweep directory, in the order of the job folders."""
+    return [read_json(p) for p in sorted(sweep_dir.glob("*/result.json"))]
+
+
+def multirun(sweep_dir: Path, *args: str, timeout: int = 300) -> list[dict]:
+    """`src/train.py -m` with these arguments into `sweep_dir`, which must succeed; each job's
+    result.json, in the order of the job folders."""
+    out = train_py("-m", *args, f"hydra.sweep.dir={sweep_dir}", timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return sweep_results(sweep_dir)
+
+
+def composed(*overrides: str, with_hydra: bool = False) -> DictConfig:
+    """conf/train.yaml with these overrides, composed in-process as Hydra composes it (with its
+    `hydra` node when `with_hydra`)."""
+    with initialize_config_dir(str(CONF), version_base="1.3"):
+        return compose("train", overrides=list(overrides), return_hydra_config=with_hydra)
 
 
 def read_json(path: Path) -> dict:

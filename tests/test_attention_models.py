@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from longterm.models import all_attention, feedback, transformer
+from longterm.models import sequence_model
 from longterm.models.attention import attend
 from longterm.models.feedback import FeedbackEncoder
 from longterm.models.transformer import SelfAttention
@@ -25,6 +25,20 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+DEFAULTS = dict(dim=64, heads=4, layers=2, attn_span=64)  # conf/model/*.yaml
+OWN = {
+    "transformer": dict(d_ff=64, norm="post"),
+    "all_attention": dict(n_persistent=64, norm="post"),
+    "feedback": dict(d_ff=64, share_kv=True),
+}
+
+
+def model(name: str, in_features: int, out_features: int, readout, **kw) -> torch.nn.Module:
+    """Attention model `name` with the config's values for the keys not given."""
+    keys = {**DEFAULTS, **OWN[name], **kw}
+    return sequence_model(name, in_features, out_features, readout, **keys)
+
+
 def n_params(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -38,16 +52,16 @@ def head(D: int, out: int, hidden: int = 100) -> int:
 def test_parameter_counts_follow_the_docstring_formulas(F, D, H, L, S, N, norm):
     kw = dict(dim=D, heads=H, layers=L, attn_span=S)
     encoder = F * D + D
-    assert n_params(all_attention(F, 4, LastStep(D), n_persistent=N, norm=norm, **kw)) == (
+    assert n_params(model("all_attention", F, 4, LastStep(D), n_persistent=N, norm=norm, **kw)) == (
         encoder + L * (4 * D**2 + S * D + 2 * N * D) + head(D, 4)
     )
-    assert n_params(transformer(F, 4, LastStep(D), d_ff=N + 1, norm=norm, **kw)) == (
+    assert n_params(model("transformer", F, 4, LastStep(D), d_ff=N + 1, norm=norm, **kw)) == (
         encoder + L * (4 * D**2 + S * D + 2 * D * (N + 1)) + head(D, 4)
     )
     for share_kv, K in [(True, 1), (False, L)]:
-        model = feedback(F, 4, AttentionPooling(D), d_ff=N + 1, share_kv=share_kv, **kw)
+        net = model("feedback", F, 4, AttentionPooling(D), d_ff=N + 1, share_kv=share_kv, **kw)
         assert (
-            n_params(model)
+            n_params(net)
             == (encoder + L * (2 * D**2 + S * D + 2 * D * (N + 1)) + K * 2 * D**2 + L + 1)
             + head(D, 4)
             + D
@@ -58,11 +72,11 @@ def test_parameter_counts_follow_the_docstring_formulas(F, D, H, L, S, N, norm):
 @pytest.mark.parametrize("N", [16, 64])
 def test_persistent_slots_cost_what_the_feed_forward_sublayer_costs(N):
     """With N = d_ff, all-attention and the transformer have the same number of parameters."""
-    assert n_params(all_attention(20, 10, LastStep(64), n_persistent=N)) == n_params(
-        transformer(20, 10, LastStep(64), d_ff=N)
+    assert n_params(model("all_attention", 20, 10, LastStep(64), n_persistent=N)) == n_params(
+        model("transformer", 20, 10, LastStep(64), d_ff=N)
     )
-    assert n_params(all_attention(20, 10, LastStep(64), n_persistent=N)) != n_params(
-        transformer(20, 10, LastStep(64), d_ff=N + 1)
+    assert n_params(model("all_attention", 20, 10, LastStep(64), n_persistent=N)) != n_params(
+        model("transformer", 20, 10, LastStep(64), d_ff=N + 1)
     )
 
 
@@ -124,11 +138,15 @@ def encoders(F: int = 6):
     small = dict(dim=16, heads=2, layers=2, attn_span=8, hidden=8)
     pre = dict(small, norm="pre")
     return {
-        "transformer": transformer(F, 3, LastStep(16), d_ff=8, **small).encoder,
-        "all_attention": all_attention(F, 3, LastStep(16), n_persistent=4, **small).encoder,
-        "feedback": feedback(F, 3, LastStep(16), d_ff=8, **small).encoder,
-        "transformer norm=pre": transformer(F, 3, LastStep(16), d_ff=8, **pre).encoder,
-        "all_attention norm=pre": all_attention(F, 3, LastStep(16), n_persistent=4, **pre).encoder,
+        "transformer": model("transformer", F, 3, LastStep(16), d_ff=8, **small).encoder,
+        "all_attention": model(
+            "all_attention", F, 3, LastStep(16), n_persistent=4, **small
+        ).encoder,
+        "feedback": model("feedback", F, 3, LastStep(16), d_ff=8, **small).encoder,
+        "transformer norm=pre": model("transformer", F, 3, LastStep(16), d_ff=8, **pre).encoder,
+        "all_attention norm=pre": model(
+            "all_attention", F, 3, LastStep(16), n_persistent=4, **pre
+        ).encoder,
     }
 
 
@@ -244,25 +262,22 @@ def test_gradients_reach_persistent_slots_positions_and_layer_weights():
         assert p.grad is not None and p.grad.abs().sum() > 0
 
 
-BUILDERS = {"transformer": transformer, "all_attention": all_attention, "feedback": feedback}
-
-
-@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("name", OWN)
 @pytest.mark.parametrize("readout", [LastStep, AttentionPooling, MeanPooling])
 def test_padding_never_changes_the_output(name, readout):
     """Real steps then any padding: the output equals that of the unpadded sequence."""
     torch.manual_seed(0)
-    model = BUILDERS[name](8, 4, readout(16, mask_padding=True), dim=16, attn_span=16)
+    net = model(name, 8, 4, readout(16, mask_padding=True), dim=16, attn_span=16)
     x, _, mask = generate("temporal_order", np.random.RandomState(0), 30, 4)
     x, mask = torch.from_numpy(x).float(), torch.from_numpy(mask)
     padded = torch.cat([x, torch.randn(4, 9, 8)], dim=1)  # garbage on 9 more padded steps
     padded_mask = torch.cat([mask, torch.zeros(4, 9, dtype=torch.bool)], dim=1)
-    torch.testing.assert_close(model(padded, padded_mask), model(x, mask))
-    one = [model(x[i : i + 1, : int(mask[i].sum())]) for i in range(4)]  # each alone, no padding
-    torch.testing.assert_close(torch.cat(one), model(x, mask))
+    torch.testing.assert_close(net(padded, padded_mask), net(x, mask))
+    one = [net(x[i : i + 1, : int(mask[i].sum())]) for i in range(4)]  # each alone, no padding
+    torch.testing.assert_close(torch.cat(one), net(x, mask))
 
 
-@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("name", OWN)
 def test_heads_must_divide_the_width(name):
     with pytest.raises(ValueError, match="heads=3 must divide dim=16"):
-        BUILDERS[name](8, 4, LastStep(16), dim=16, heads=3)
+        model(name, 8, 4, LastStep(16), dim=16, heads=3)

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, train_py
+from conftest import CONF, quick, train_py
 
 from longterm.analysis.arch_runs import load
 from longterm.analysis.order_battery import main
@@ -16,10 +16,10 @@ RECALL = ["experiment=order_battery", "task=associative_recall", "task.params.k=
 
 def test_the_battery_launches_every_architecture_on_every_task():
     """Both commands compose and validate every job (5 architectures x 3 tasks, 5 x 2 k)."""
-    check(["experiment=order_battery"], ROOT / "conf")
-    check(RECALL, ROOT / "conf")
+    check(["experiment=order_battery"], CONF)
+    check(RECALL, CONF)
     with pytest.raises(ConfigError, match="arch='gru' is invalid"):
-        check(["experiment=order_battery", "arch=gru"], ROOT / "conf")
+        check(["experiment=order_battery", "arch=gru"], CONF)
 
 
 def test_references_on_a_large_validation_set():
@@ -44,8 +44,10 @@ def test_references_on_a_large_validation_set():
 
 
 def test_table_from_a_small_battery(tmp_path: Path):
-    tiny = ["T0=20", "data.batches_per_epoch=2", "data.val_size=200", "trainer.max_epochs=1"]
-    tiny.append("model.impl=reference")  # the fused pooling compiles in every process
+    # The reference pooling: the fused one compiles in every process.
+    tiny = quick(
+        "T0=20", "data.batches_per_epoch=2", "trainer.max_epochs=1", "model.impl=reference"
+    )
     sweep = f"hydra.sweep.dir={tmp_path}"
     first = ["experiment=order_battery", "arch=mean,linear_memory", "task=temporal_order,addition"]
     second = [*RECALL[:2], "task.params.k=1,2", "arch=mean"]

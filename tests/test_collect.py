@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import read_json, train_py
+from conftest import FOUR_STEPS, quick, read_json, sweep_results, train_py
 from omegaconf import OmegaConf
 
 from longterm.analysis.collect import collect
@@ -20,15 +20,6 @@ from longterm.continue_run import continue_run
 from longterm.experiments import lr_race
 
 TASKS = ("addition", "multiplication")
-# Tiny runs: a few updates, a small validation set, the reference pooling (no kernel compile).
-TINY = [
-    "T0=50",
-    "data.batches_per_epoch=4",
-    "trainer.max_epochs=2",
-    "trainer.log_every_n_steps=1",
-    "trainer.enable_progress_bar=false",
-    "model.impl=reference",
-]
 
 
 def run(lr: float, status: str, epochs: int, final_acc: float, max_epochs: int = 100) -> dict:
@@ -142,10 +133,14 @@ def test_a_race_through_the_real_entry_point(tmp_path: Path):
     at 1 epoch; all three tie, and the collector names all three."""
     argv = ["--sweep-dir", str(tmp_path), "--T0", "50", "--tasks", "addition", "--pools", "mean"]
     argv += ["--seeds", "1", "--lrs", "3e-3", "1e-3", "1e-2", "--max-epochs", "3", "--"]
-    argv += ["callbacks.stop_when_solved.threshold=0", "data.val_size=50", "model.impl=reference"]
-    argv += ["data.batches_per_epoch=4", "trainer.log_every_n_steps=1"]
+    argv += quick(
+        "data.val_size=50",
+        "callbacks.stop_when_solved.threshold=0",
+        drop=("trainer.max_epochs",),  # the race sets it
+        base=FOUR_STEPS,
+    )
     assert lr_race.main(argv) == 0
-    results = {r["lr"]: r for r in map(read_json, tmp_path.glob("*/result.json"))}
+    results = {r["lr"]: r for r in sweep_results(tmp_path)}
     assert {lr: (r["max_epochs"], r["epochs"]) for lr, r in results.items()} == {
         3e-3: (3, 1),
         1e-3: (1, 1),
@@ -167,10 +162,10 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
     """Two tasks x two seeds, plus masked runs in a second sweep; one result.json corrupt, one
     missing. Each seed gets its own directory and its own data."""
     sweep, masked = tmp_path / "sweep", tmp_path / "masked"
-    args = ["-m", "task=addition,multiplication", "seed=1,2", "data.val_size=100", *TINY]
+    args = ["-m", "task=addition,multiplication", "seed=1,2", *FOUR_STEPS]
     assert train_py(*args, f"hydra.sweep.dir={sweep}").returncode == 0
-    args = ["-m", "task=addition", "seed=1,2", "pool.mask_padding=true", "data.val_size=100"]
-    assert train_py(*args, *TINY, f"hydra.sweep.dir={masked}").returncode == 0
+    args = ["-m", "task=addition", "seed=1,2", "pool.mask_padding=true", *FOUR_STEPS]
+    assert train_py(*args, f"hydra.sweep.dir={masked}").returncode == 0
     dirs = sorted(p.parent.name for p in sweep.glob("*/result.json"))
     assert len(dirs) == 4 and sum("seed=1" in d for d in dirs) == 2
     job = {(s, t): next(sweep.glob(f"*,seed={s},task={t},*")) for s in (1, 2) for t in TASKS}
@@ -212,10 +207,11 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
 
 def test_variable_length_accuracy_by_length(tmp_path: Path):
     """Each validation batch has one length; the mean over them is the run's final val/acc."""
-    args = ["data=variable", "data.min_length=20", "data.max_length=80", "data.val_batches=4"]
-    args += ["data.val_batch_size=5", "data.batches_per_epoch=4", "trainer.max_epochs=1"]
-    args += ["trainer.enable_progress_bar=false", "model.impl=reference"]
-    out = train_py(*args, f"hydra.run.dir={tmp_path / 'run'}")
+    lengths = ["data=variable", "data.min_length=20", "data.max_length=80", "data.val_batches=4"]
+    lengths += ["data.val_batch_size=5", "data.batches_per_epoch=4", "model.impl=reference"]
+    two_epochs = quick(*lengths, drop=("data.val_size",))  # data=variable has none
+    one_epoch = quick("trainer.max_epochs=1", base=two_epochs)
+    out = train_py(*one_epoch, f"hydra.run.dir={tmp_path / 'run'}")
     assert out.returncode == 0, out.stderr
     by_length = accuracy_by_batch(tmp_path / "run")
     assert by_length.length.tolist() == [20, 40, 60, 80] and set(by_length.n) == {5}
@@ -223,8 +219,7 @@ def test_variable_length_accuracy_by_length(tmp_path: Path):
     assert by_length.acc.mean() == pytest.approx(final)
     # Continued to 2 epochs: the collector counts the chain once, at its longest.
     continue_run(tmp_path / "run", tmp_path / "longer" / "run")
-    longer = [a for a in args if a != "trainer.max_epochs=1"] + ["trainer.max_epochs=2"]
-    assert train_py(*longer, f"hydra.run.dir={tmp_path / 'longer' / 'run'}").returncode == 0
+    assert train_py(*two_epochs, f"hydra.run.dir={tmp_path / 'longer' / 'run'}").returncode == 0
     collect([str(tmp_path / "run"), str(tmp_path / "longer")], tmp_path / "out")
     assert (
         "| addition | attention | 1 | 1e-03 | 2 |"

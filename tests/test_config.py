@@ -1,16 +1,10 @@
 """The schema on the project's real configs (conf/), composed as Hydra composes them."""
 
 import pytest
-from conftest import ROOT
-from hydra import compose, initialize_config_dir
+from conftest import composed
 from omegaconf import OmegaConf
 
 from longterm.config import ConfigError, validate
-
-
-def composed(*overrides: str):
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        return compose("train", overrides=list(overrides))
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +42,20 @@ def test_every_shipped_config_passes():
         ("lr", 0.0, "lr=0.0 is invalid: Input should be greater than 0"),
         ("lr", -1e-3, "lr=-0.001 is invalid: Input should be greater than 0"),
         ("lr", "fast", "lr='fast' is invalid: Input should be a valid number"),
-        ("seed", -1, "seed=-1 is invalid"),
+        ("seed", -1, "seed=-1 is invalid: Input should be greater than or equal to 0"),
         ("task.name", "sum", "task.name='sum' is invalid: Input should be 'addition'"),
-        ("data.batch_size", 0, "data.batch_size=0 is invalid"),
+        (
+            "data.batch_size",
+            0,
+            "data.batch_size=0 is invalid: Input should be greater than or equal to 1",
+        ),
         (
             "data.lengths",
             "both",
             "data.lengths='both' is invalid: Input should be 'per_sequence' or",
         ),
         ("model.dim", 0, "model.dim=0 is invalid"),
-        ("model.init", "xavier", "model.init='xavier' is invalid"),
+        ("model.init", "xavier", "model.init='xavier' is invalid: Input should be 'paper' or"),
         ("pool.mask_padding", "yes", "pool.mask_padding='yes' is invalid: Input should be a valid"),
         ("trainer.max_epochs", 0, "trainer.max_epochs=0 is invalid"),
         ("data.val_batches", 3, "data.val_batches is not a key of data=fixed"),

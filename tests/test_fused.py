@@ -5,11 +5,16 @@ import torch
 from conftest import QUICK, read_json, train_py
 
 from longterm.analysis.events import curve
-from longterm.models import feedforward
+from longterm.models import fused_cpu, sequence_model
 from longterm.models.fused import encode_pool
 from longterm.pooling import AttentionPooling, MeanPooling
 
 BACKENDS = ["cpu", "chunked"]
+
+
+def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):
+    """The paper's model, fused as conf/model/feedforward.yaml has it, D = 100 unless given."""
+    return sequence_model("feedforward", in_features, out_features, readout, dim, impl=impl, **kw)
 
 
 def params(D: int = 6, F: int = 3, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
@@ -109,10 +114,17 @@ def test_unmasked_padding_is_pooled_as_in_the_paper_code():
 
 
 def test_fused_needs_a_pooling_it_computes():
-    with pytest.raises(ValueError, match="impl=fused computes attention or mean"):
+    with pytest.raises(ValueError, match="model.impl=fused is invalid with pool=Identity"):
         feedforward(2, 1, torch.nn.Identity(), impl="fused")
-    with pytest.raises(ValueError, match="unknown impl"):
+    with pytest.raises(ValueError, match="model.impl='triton' is invalid"):
         feedforward(2, 1, MeanPooling(100), impl="triton")
+
+
+def test_kernels_refuse_a_source_without_the_sizes_line(monkeypatch):
+    """kernels() rewrites the line F, D = ...; a file without it must not compile as 2 x 100."""
+    monkeypatch.setattr(fused_cpu, "SIZES", "F, D = 7, 7")
+    with pytest.raises(RuntimeError, match="0 lines that start with 'F, D = 7, 7', not one"):
+        fused_cpu.kernels.__wrapped__(3, 5)
 
 
 def test_training_curves_match_the_reference(tmp_path):

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, train_py
+from conftest import CONF, quick, train_py
 
 from longterm.analysis.arch_runs import load
 from longterm.analysis.memory_comparison import COMMANDS, main
@@ -16,10 +16,10 @@ def test_the_comparison_launches_every_architecture_on_every_task():
     """Both commands compose and validate their jobs (one task and seed of the first: the
     architectures are what changes the config; the seeds and the tasks are checked elsewhere)."""
     first, second = (command.split()[2:] for command in COMMANDS)
-    check([*first, "task=addition", "seed=0"], ROOT / "conf")
-    check([*second, "seed=0"], ROOT / "conf")
+    check([*first, "task=addition", "seed=0"], CONF)
+    check([*second, "seed=0"], CONF)
     with pytest.raises(ConfigError, match="model.n_persistent=-1 is invalid"):
-        check([*second[:2], "model.n_persistent=-1"], ROOT / "conf")
+        check([*second[:2], "model.n_persistent=-1"], CONF)
 
 
 def test_tables_from_a_small_comparison(tmp_path: Path):
@@ -30,10 +30,7 @@ def test_tables_from_a_small_comparison(tmp_path: Path):
         "model.n_persistent=0,64",
         "task=temporal_order",
         "seed=0,1",
-        "T0=20",
-        "data.batches_per_epoch=2",
-        "data.val_size=100",
-        "trainer.max_epochs=1",
+        *quick("T0=20", "data.batches_per_epoch=2", "data.val_size=100", "trainer.max_epochs=1"),
         f"hydra.sweep.dir={tmp_path}",
     )
     assert out.returncode == 0, out.stderr

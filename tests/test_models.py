@@ -3,8 +3,13 @@ import math
 import pytest
 import torch
 
-from longterm.models import feedforward
+from longterm.models import sequence_model
 from longterm.pooling import AttentionPooling, MeanPooling
+
+
+def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):
+    """The paper's model, fused as conf/model/feedforward.yaml has it, D = 100 unless given."""
+    return sequence_model("feedforward", in_features, out_features, readout, dim, impl=impl, **kw)
 
 
 def n_params(model):

@@ -1,10 +1,78 @@
+"""The check src/train.py runs before Hydra starts (longterm.preflight), in-process: every job a
+command line would launch is composed and validated. test_train.py runs a few bad command lines
+through the entry point itself; test_config.py holds the schema's own cases."""
+
 import pytest
-from conftest import ROOT
+from conftest import CONF, composed
 
 from longterm.config import ConfigError
 from longterm.preflight import check, job_overrides
 
-CONF = ROOT / "conf"
+BAD_COMMAND_LINES = [
+    (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean"),
+    (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
+    (
+        ["model=gru"],
+        "model='gru' is invalid: choose one of all_attention, feedback, feedforward, "
+        "linear_memory, lstm, rnn, transformer",
+    ),
+    (["arch=gpt"], "arch='gpt' is invalid: choose one of all_attention, attention"),
+    (["launcher=cluster"], "launcher='cluster' is invalid: choose one of local, slurm"),
+    (
+        ["experiment=table2"],
+        "experiment='table2' is invalid: choose one of memory_comparison, order_battery, "
+        "table1, variable_length",
+    ),
+    (["experiment=table1", "task=addition", "T0=50", "lr=1e-3,0"], "lr=0 is invalid"),
+    (["-m", "launcher=submitit_local", "launcher.cpus=0,2"], "launcher.cpus=0 is invalid"),
+    (["-m", "launcher=slurm", "launcher.time_min=0"], "launcher.time_min=0 is invalid"),
+    (["-m", "launcher=slurm", "launcher.max_num_timeout=-1"], "launcher.max_num_timeout=-1"),
+    (["data.val_batches=3"], "Could not override 'data.val_batches': Key 'val_batches'"),
+    (["data=variable", "+data.val_size=3"], "data.val_size is not a key of data=variable"),
+    (["T0=10"], "T0=10 is invalid: Input should be greater than or equal to 11"),
+    (["data=variable", "data.min_length=5"], "data.min_length=5 is invalid"),
+    (["data.batch_size=1.5"], "data.batch_size=1.5 is invalid: Input should be a valid int"),
+    (["model.hidden=0"], "model.hidden=0 is invalid: Input should be greater than or equal"),
+    (["arch=transformer", "model.norm=side"], "model.norm='side' is invalid"),
+    (["model=feedback", "model.heads=3"], "model: heads=3 must divide dim=64"),
+    (["model=rnn", "model.impl=fused"], "model.impl=fused is invalid for model=rnn"),
+    (["pool=last"], "model.impl=fused is invalid with pool=last"),
+    (["task.loss=hinge"], "task.loss='hinge' is invalid"),
+    (["task=temporal_order", "task.n_outputs=1"], "task: loss=cross_entropy needs n_outputs >= 2"),
+    (["task=addition", "task.n_outputs=2"], "task: loss=mse needs n_outputs = 1"),
+    (
+        ["task=associative_recall", "task.params.k=8", "T0=12"],
+        "task.params={'k': 8} is invalid: associative_recall: k=8 needs length >= 17, got 12",
+    ),
+    (["task=addition", "+task.params.k=2"], "task.params={'k': 2} is invalid: generate_marked()"),
+    (["optim.eps=0"], "optim.eps=0 is invalid: Input should be greater than 0"),
+    (["optim.betas=[0.9,1.5]"], "optim.betas.1=1.5 is invalid: Input should be less than 1"),
+    (["trainer.accelerator=quantum"], "trainer.accelerator='quantum' is invalid"),
+    (["trainer.devices=0"], "trainer.devices=0 is invalid: Input should be a count >= 1"),
+    (["trainer.deterministic=maybe"], "trainer.deterministic='maybe' is invalid"),
+    (["trainer.log_every_n_steps=0"], "trainer.log_every_n_steps=0 is invalid"),
+    (
+        ["callbacks.stop_when_solved.threshold=1.5"],
+        "callbacks.stop_when_solved.threshold=1.5 is invalid: Input should be less than or",
+    ),
+    (["logger=null"], "logger=null is invalid: choose one of none, tensorboard"),
+    (["+anything=1"], "anything is not a key of the config, and no part of a run reads it"),
+    (["hydra.run.dir=/proc/x"], "hydra.run.dir=/proc/x is invalid: cannot create it"),
+    (["-m", "lr=1e-3", "hydra.sweep.dir=/proc/x"], "hydra.sweep.dir=/proc/x is invalid"),
+    (["experiment=table1", "hydra.sweep.dir=/proc/x"], "hydra.sweep.dir=/proc/x is invalid"),
+]
+
+
+@pytest.mark.parametrize(
+    "args, expected", BAD_COMMAND_LINES, ids=[" ".join(args) for args, _ in BAD_COMMAND_LINES]
+)
+def test_bad_command_lines_fail_with_one_line(args, expected):
+    """A bad group choice, value, key or job of a sweep: one line that begins with the key (or
+    the override) and its value; src/train.py prints it after `error: `."""
+    with pytest.raises(ConfigError) as err:
+        check(args, CONF)
+    message = str(err.value)
+    assert message.startswith(expected) and "\n" not in message, message
 
 
 def test_command_line_sweeps_expand_to_the_cartesian_product():
@@ -33,8 +101,6 @@ def test_other_hydra_flags_are_left_to_hydra():
 
 
 def test_slurm_launcher_takes_its_settings_from_the_command_line():
-    from hydra import compose, initialize_config_dir
-
     overrides = [
         "launcher=slurm",
         "launcher.partition=gpu",
@@ -43,11 +109,27 @@ def test_slurm_launcher_takes_its_settings_from_the_command_line():
         "launcher.time_min=240",
     ]
     check(["-m", *overrides], CONF)
-    with initialize_config_dir(str(CONF), version_base="1.3"):
-        launcher = compose("train", overrides=overrides, return_hydra_config=True).hydra.launcher
-        assert (
-            launcher._target_
-            == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
-        )
-        assert (launcher.partition, launcher.gpus_per_node, launcher.cpus_per_task) == ("gpu", 1, 4)
-        assert launcher.timeout_min == 240
+    launcher = composed(*overrides, with_hydra=True).hydra.launcher
+    assert (
+        launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    )
+    assert (launcher.partition, launcher.gpus_per_node, launcher.cpus_per_task) == ("gpu", 1, 4)
+    assert launcher.timeout_min == 240
+
+
+def test_a_run_directory_under_a_file_is_refused(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"^hydra.run.dir=.*/file/run is invalid: .* is a file"):
+        check([f"hydra.run.dir={tmp_path / 'file' / 'run'}"], CONF)
+    check([f"hydra.run.dir={tmp_path / 'new' / 'run'}"], CONF)  # a new folder can be made
+    assert list(tmp_path.iterdir()) == [tmp_path / "file"]  # and the check made none
+
+
+def test_an_accelerator_the_machine_lacks_is_refused():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ConfigError, match=r"^trainer.accelerator=gpu is invalid: this machine "):
+        check(["trainer.accelerator=gpu"], CONF)
+    check(["trainer.accelerator=cpu"], CONF)

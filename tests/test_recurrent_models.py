@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from longterm.models import feedforward, linear_memory, lstm, rnn
+from longterm.models import sequence_model
 from longterm.models.linear_memory import linear_scan
 from longterm.pooling import AttentionPooling, LastStep, MeanPooling
 from longterm.tasks import generate
@@ -14,15 +14,20 @@ def n_params(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def model(name: str, in_features: int, out_features: int, readout, dim: int = 100, **kw):
+    """Model `name` of width D = 100 unless given, the reference implementation."""
+    return sequence_model(name, in_features, out_features, readout, dim, **kw)
+
+
 HEAD = 100 * 100 + 100 + 100 * 4 + 4  # the paper's head, D = hidden = 100, 4 outputs
 
 
 def test_parameter_counts():
     F, D = 8, 100
-    assert n_params(rnn(F, 4, LastStep(D))) == D * (F + D + 2) + HEAD
-    assert n_params(lstm(F, 4, LastStep(D))) == 4 * D * (F + D + 2) + HEAD
-    assert n_params(linear_memory(F, 4, LastStep(D))) == D * (F + 2) + HEAD
-    assert n_params(lstm(F, 4, AttentionPooling(D))) == 4 * D * (F + D + 2) + HEAD + D + 1
+    assert n_params(model("rnn", F, 4, LastStep(D))) == D * (F + D + 2) + HEAD
+    assert n_params(model("lstm", F, 4, LastStep(D))) == 4 * D * (F + D + 2) + HEAD
+    assert n_params(model("linear_memory", F, 4, LastStep(D))) == D * (F + 2) + HEAD
+    assert n_params(model("lstm", F, 4, AttentionPooling(D))) == 4 * D * (F + D + 2) + HEAD + D + 1
 
 
 @pytest.mark.parametrize("T", [1, 63, 64, 65, 200])
@@ -39,11 +44,11 @@ def test_linear_scan_equals_the_recurrence(T):
 
 def test_linear_memory_learns_its_decays():
     torch.manual_seed(0)
-    model = linear_memory(2, 1, LastStep(16), dim=16, hidden=8)
-    lam = model.encoder.lam
+    net = model("linear_memory", 2, 1, LastStep(16), dim=16, hidden=8)
+    lam = net.encoder.lam
     assert lam.min() >= 0.9 and lam.max() <= 0.999
-    model(torch.randn(4, 30, 2)).sum().backward()
-    assert model.encoder.nu.grad is not None and model.encoder.nu.grad.abs().sum() > 0
+    net(torch.randn(4, 30, 2)).sum().backward()
+    assert net.encoder.nu.grad is not None and net.encoder.nu.grad.abs().sum() > 0
 
 
 def test_last_step_reads_the_last_real_step():
@@ -53,23 +58,23 @@ def test_last_step_reads_the_last_real_step():
     assert LastStep(1, mask_padding=False)(h, mask).flatten().tolist() == [4.0, 9.0]
 
 
-BUILDERS = {"rnn": rnn, "lstm": lstm, "linear_memory": linear_memory}
+RECURRENT = ("rnn", "lstm", "linear_memory")
 
 
-@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("name", RECURRENT)
 @pytest.mark.parametrize("readout", [LastStep, AttentionPooling, MeanPooling])
 def test_padding_never_changes_the_output(name, readout):
     """Real steps then any padding: the output equals that of the unpadded sequence."""
     torch.manual_seed(0)
-    model = BUILDERS[name](8, 4, readout(100, mask_padding=True))
+    net = model(name, 8, 4, readout(100, mask_padding=True))
     x, _, mask = generate("temporal_order", np.random.RandomState(0), 30, 6)
     x, mask = torch.from_numpy(x).float(), torch.from_numpy(mask)
     padded = torch.cat([x, torch.randn(6, 9, 8)], dim=1)  # garbage on 9 more padded steps
     padded_mask = torch.cat([mask, torch.zeros(6, 9, dtype=torch.bool)], dim=1)
     x = x * mask[..., None]
-    torch.testing.assert_close(model(padded, padded_mask), model(x, mask))
-    one = [model(x[i : i + 1, : int(mask[i].sum())]) for i in range(6)]  # each alone, no padding
-    torch.testing.assert_close(torch.cat(one), model(x, mask))
+    torch.testing.assert_close(net(padded, padded_mask), net(x, mask))
+    one = [net(x[i : i + 1, : int(mask[i].sum())]) for i in range(6)]  # each alone, no padding
+    torch.testing.assert_close(torch.cat(one), net(x, mask))
 
 
 def swap_relevant_symbols(x: torch.Tensor) -> torch.Tensor:
@@ -99,13 +104,13 @@ def xy_and_yx(T0: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 def test_pooling_gives_identical_outputs_for_xy_and_yx(pool, mask_padding):
     x, swapped, mask = xy_and_yx(100)
     torch.manual_seed(0)
-    model = feedforward(8, 4, pool(100, mask_padding=mask_padding))
-    torch.testing.assert_close(model(swapped, mask), model(x, mask))
+    net = model("feedforward", 8, 4, pool(100, mask_padding=mask_padding), impl="fused")
+    torch.testing.assert_close(net(swapped, mask), net(x, mask))
 
 
-@pytest.mark.parametrize("name", BUILDERS)
+@pytest.mark.parametrize("name", RECURRENT)
 def test_recurrent_models_tell_xy_from_yx(name):
     x, swapped, mask = xy_and_yx(20)  # short: an untrained model's memory fades within ~50 steps
     torch.manual_seed(0)
-    model = BUILDERS[name](8, 4, LastStep(100))
-    assert (model(swapped, mask) - model(x, mask)).abs().max() > 1e-4
+    net = model(name, 8, 4, LastStep(100))
+    assert (net(swapped, mask) - net(x, mask)).abs().max() > 1e-4

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import QUICK, ROOT, read_json, train_py
+from conftest import LONGER, QUICK, ROOT, composed, multirun, quick, read_json, train_py
 
 from longterm.analysis.events import scalars
 from longterm.continue_run import continue_run
@@ -31,14 +31,6 @@ METRICS = (
     "val_acc_history",
     "n_params",
 )
-# Epochs long enough that a process can be stopped part-way through one (about 2 s each).
-LONGER = [
-    "data.batches_per_epoch=100",
-    "data.val_size=200",
-    "trainer.max_epochs=2",
-    "trainer.enable_progress_bar=false",
-    "trainer.log_every_n_steps=10",
-]
 
 
 def metrics(run_dir: Path) -> dict:
@@ -148,7 +140,8 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
     """longterm.continue_run: one epoch, then continued to LONGER's two, ends as LONGER does."""
     one, two = tmp_path / "one", tmp_path / "two"
-    assert train_py(*LONGER, "trainer.max_epochs=1", f"hydra.run.dir={one}").returncode == 0
+    one_epoch = quick("trainer.max_epochs=1", base=LONGER)
+    assert train_py(*one_epoch, f"hydra.run.dir={one}").returncode == 0
     continue_run(one, two)
     continued = train_py(*LONGER, f"hydra.run.dir={two}")
     assert continued.returncode == 0, continued.stderr
@@ -167,7 +160,7 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
 def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):
     """Finished jobs are left as they are, missing ones run; a finished directory refuses a
     command with other settings."""
-    args = ["-m", "lr=1e-3,3e-3", *QUICK, "trainer.max_epochs=1", f"hydra.sweep.dir={tmp_path}"]
+    args = ["-m", "lr=1e-3,3e-3", *quick("trainer.max_epochs=1"), f"hydra.sweep.dir={tmp_path}"]
     assert train_py(*args).returncode == 0
     kept, lost = sorted(p.parent for p in tmp_path.glob("*/result.json"))
     before = (kept / "result.json").read_bytes()
@@ -178,14 +171,12 @@ def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):
     assert len(list((kept / "tb").glob("events.out.tfevents.*"))) == 1  # not trained again
     assert read_json(lost / "result.json")["status"] == "max_epochs"
     assert "already max_epochs, not trained again" in (kept / "train.log").read_text()
-    other = train_py(*QUICK, "trainer.max_epochs=1", "lr=1e-2", f"hydra.run.dir='{kept}'")
+    other = train_py(*quick("trainer.max_epochs=1", "lr=1e-2"), f"hydra.run.dir='{kept}'")
     assert other.returncode != 0 and "holds a finished run with other settings (lr=" in other.stderr
 
 
 def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
-    out = train_py("-m", "lr=1e-3,1e30", *QUICK, f"hydra.sweep.dir={tmp_path}")
-    assert out.returncode == 0, out.stderr
-    sane, huge = (read_json(p) for p in sorted(tmp_path.glob("*/result.json")))
+    sane, huge = multirun(tmp_path, "lr=1e-3,1e30", *QUICK)
     assert (sane["lr"], sane["status"], sane["updates"]) == (1e-3, "max_epochs", 40)
     assert (huge["lr"], huge["status"]) == (1e30, "diverged")
     assert 1 <= huge["diverged_step"] == huge["updates"] < 20  # stopped at once, in epoch 1
@@ -193,7 +184,7 @@ def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_two_runs_started_together_get_their_own_directories(tmp_path):
-    runs = [start(*QUICK, "trainer.max_epochs=1", cwd=tmp_path) for _ in range(2)]
+    runs = [start(*quick("trainer.max_epochs=1"), cwd=tmp_path) for _ in range(2)]
     for run in runs:
         assert run.wait(timeout=300) == 0, run.stderr.read()
     dirs = sorted((tmp_path / "outputs" / "runs").iterdir())
@@ -204,7 +195,8 @@ def test_a_directory_in_use_is_refused(tmp_path):
     """A second process on the same run directory stops at once; the first is untouched."""
     # A learning rate too small to solve the task: the first run is still training, not writing
     # its result, when it is killed.
-    first = start(*LONGER, "trainer.max_epochs=100", "lr=1e-9", f"hydra.run.dir={tmp_path}")
+    slow = quick("trainer.max_epochs=100", "lr=1e-9", base=LONGER)
+    first = start(*slow, f"hydra.run.dir={tmp_path}")
     try:
         wait_for_file("tb", tmp_path, first)
         second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
@@ -263,11 +255,9 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupte
 
 def test_slurm_jobs_are_requeued_by_submitit_alone():
     """launcher=slurm: submitit requeues on time-outs too; Lightning's own requeue is off."""
-    from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=["launcher=slurm"], return_hydra_config=True)
+    cfg = composed("launcher=slurm", with_hydra=True)
     assert cfg.hydra.launcher.max_num_timeout == cfg.launcher.max_num_timeout > 0
     assert cfg.hydra.launcher.signal_delay_s > 0
     (environment,) = [instantiate(p) for p in cfg.trainer.plugins]

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from longterm.tasks import MIN_LENGTH, default_width, generate
+from longterm.choices import TASKS
+from longterm.tasks import GENERATORS, MIN_LENGTH, default_width, generate
 from longterm.tasks.marked import MARKED_TASKS
 
 
@@ -78,3 +79,17 @@ def test_shortest_supported_length_keeps_markers_apart():
 def test_unknown_task():
     with pytest.raises(ValueError, match="unknown task 'sum'"):
         generate("sum", np.random.RandomState(0), 50, 1)
+
+
+def test_every_task_choice_has_one_generator():
+    assert sorted(TASKS) == sorted(GENERATORS)
+
+
+def test_xor_classification_draws_the_xor_data():
+    """The two-class xor task is the paper's xor data; only its loss and readout differ."""
+    for T0, max_length in ((50, None), (60, 60)):
+        xor = generate("xor", np.random.RandomState(11), T0, 200, max_length)
+        classes = generate("xor_classification", np.random.RandomState(11), T0, 200, max_length)
+        for a, b in zip(xor, classes, strict=True):
+            np.testing.assert_array_equal(a, b)
+            assert a.dtype == b.dtype

@@ -96,8 +96,10 @@ def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
 
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
+    """The LightningModule around the model: `cfg.model` keeps its `name`, which picks the
+    encoder (models/build.py)."""
     readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=cfg.model.init)
-    net = instantiate_named(
+    net = instantiate(
         cfg.model,
         in_features=cfg.task.n_features,
         out_features=cfg.task.n_outputs,

@@ -1,5 +1,6 @@
 """The runs under sweep directories as one table, a row per result.json, each named by its
-architecture: what the table generators order_battery.py and memory_comparison.py read."""
+architecture: what the table generators order_battery.py and memory_comparison.py read, with the
+parts of their prose they share (the setting of the runs, the commands, the command line)."""
 
 import argparse
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from longterm.analysis.runs import load_runs
+from longterm.tasks import default_width
 
 ARCHS = {  # (model, pool) -> the name of the architecture in tables, in table order
     ("feedforward", "attention"): "attention",
@@ -61,10 +63,6 @@ def archs(df: pd.DataFrame) -> list[str]:
     return sorted(set(df.arch), key=rank)
 
 
-def pct(value: float | None) -> str:
-    return "" if value is None or pd.isna(value) else f"{100 * value:.1f}"
-
-
 def provenance(df: pd.DataFrame) -> str:
     """Runs, commits, machines and the training time they took."""
     return (
@@ -72,6 +70,25 @@ def provenance(df: pd.DataFrame) -> str:
         f"{'; '.join(sorted(set(df.machine)))};\n"
         f"{df.wall_time_s.sum() / 60:.1f} minutes of training in all."
     )
+
+
+def setting(df: pd.DataFrame) -> dict:
+    """What a table's prose says of its runs: T0, the longest sequence, the most updates, the batch
+    and validation sizes (those of the first run), and the provenance."""
+    first = df.data.iloc[0]
+    return {
+        "T0": first["T0"],
+        "longest": default_width(first["T0"]) - 1,
+        "updates": df.updates.max(),
+        "batch_size": first["batch_size"],
+        "val_size": first["val_size"],
+        "provenance": provenance(df),
+    }
+
+
+def commands(experiment: tuple[str, ...], table: str) -> str:
+    """The commands behind a table: the experiment's, one thread each, then the table's own."""
+    return "\n".join([*(f"OMP_NUM_THREADS=1 {c}" for c in experiment), table])
 
 
 def table_cli(

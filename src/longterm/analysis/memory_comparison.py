@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.analysis.arch_runs import archs, pct, provenance, table_cli
+from longterm.analysis.arch_runs import archs, commands, setting, table_cli
+from longterm.analysis.formats import pct
 from longterm.analysis.references import references
-from longterm.tasks import default_width
 
 COMMANDS = (
     "python src/train.py experiment=memory_comparison",
@@ -75,26 +75,14 @@ def chance(runs: pd.DataFrame) -> str:
     return ", ".join(f"{task} {pct(c)}%" for task, c in refs if c is not None)
 
 
-def report(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
-    first = df.data.iloc[0]
-    stats = over_seeds(df)
-    generator = shlex.join(
-        ["python", "-m", "longterm.analysis.memory_comparison", *map(str, dirs)]
-        + (["--out", str(out)] if out else [])
-    )
-    sections = [
-        f"### {task}\n\n"
-        + task_table(stats[stats.task == task]).to_markdown(index=False, disable_numparse=True)
-        for task in sorted(set(stats.task))
-    ]
-    return f"""# The memory comparison
+REPORT = """# The memory comparison
 
 Feed-forward attention and mean pooling (the paper), recurrent baselines, a linear memory, and
 three attention models (transformer, all-attention with N persistent slots per head, Feedback
 Transformer; docs/models.md) on the paper's addition and multiplication problems, temporal
-order, variable tracking and associative recall at T0 = {first["T0"]} (lengths
-{first["T0"]}..{default_width(first["T0"]) - 1}), at most {df.updates.max()} updates of
-{first["batch_size"]} sequences each, validation on {first["val_size"]} sequences; a run stops
+order, variable tracking and associative recall at T0 = {T0} (lengths
+{T0}..{longest}), at most {updates} updates of
+{batch_size} sequences each, validation on {val_size} sequences; a run stops
 early at 100%. Classification tasks: accuracy of the arg-max; addition and multiplication:
 |y - ŷ| < 0.04. Each cell is the best validation accuracy of a run, the mean over seeds with the
 lowest and highest seed in brackets.
@@ -102,22 +90,51 @@ lowest and highest seed in brackets.
 Commands (conf/experiment/memory_comparison.yaml), then these tables:
 
 ```
-{chr(10).join(f"OMP_NUM_THREADS=1 {c}" for c in COMMANDS)}
-{generator}
+{commands}
 ```
 
-{provenance(df)}
+{provenance}
 
 ## Best validation accuracy (%), mean over seeds (range)
 
-{summary(stats).to_markdown(disable_numparse=True)}
+{summary}
 
-Chance (the best constant predictor on the same validation sets): {chance(df) or "none"}.
+Chance (the best constant predictor on the same validation sets): {chance}.
 
 ## Per task, with parameter counts
 
-{(chr(10) * 2).join(sections)}
+{tasks}
 """
+
+
+def task_tables(stats: pd.DataFrame) -> str:
+    """A section per task, in the order of their names, each with its table."""
+    return "\n\n".join(
+        f"### {task}\n\n"
+        + task_table(stats[stats.task == task]).to_markdown(index=False, disable_numparse=True)
+        for task in sorted(set(stats.task))
+    )
+
+
+def values(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> dict:
+    """Everything the report shows, by its name in REPORT."""
+    stats = over_seeds(df)
+    table_command = shlex.join(
+        ["python", "-m", "longterm.analysis.memory_comparison", *map(str, dirs)]
+        + (["--out", str(out)] if out else [])
+    )
+    return {
+        **setting(df),
+        "commands": commands(COMMANDS, table_command),
+        "summary": summary(stats).to_markdown(disable_numparse=True),
+        "chance": chance(df) or "none",
+        "tasks": task_tables(stats),
+    }
+
+
+def report(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
+    """The memory comparison's Markdown page, from its runs; `out` is named in its command."""
+    return REPORT.format(**values(df, dirs, out))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.analysis.arch_runs import archs, pct, provenance, table_cli
+from longterm.analysis.arch_runs import archs, commands, setting, table_cli
+from longterm.analysis.formats import pct
 from longterm.analysis.references import references
-from longterm.tasks import default_width
 
 COMMANDS = (
     "python src/train.py experiment=order_battery",
@@ -61,47 +61,71 @@ def findings(df: pd.DataFrame) -> list[str]:
     return lines
 
 
-def report(df: pd.DataFrame, dirs: list[Path]) -> str:
-    first = df.data.iloc[0]
-    solved = df[df.status == "solved"]
-    solved_at = ", ".join(
-        f"{r.arch} on {r.task} (epoch {int(r.epoch_solved)})" for r in solved.itertuples()
-    )
-    times = df.pivot(index="task", columns="arch", values="wall_time_s")[archs(df)].map(
-        lambda t: "" if pd.isna(t) else f"{t:.0f}"
-    )
-    return f"""# The order battery
+REPORT = """# The order battery
 
 Every architecture on temporal order, variable tracking, associative recall and the paper's
-addition problem at T0 = {first["T0"]} (lengths {first["T0"]}..{default_width(first["T0"]) - 1}),
-at most {df.updates.max()} updates of {first["batch_size"]} sequences each, validation on
-{first["val_size"]} sequences; a run stops early at 100%. Classification tasks: accuracy of the
+addition problem at T0 = {T0} (lengths {T0}..{longest}),
+at most {updates} updates of {batch_size} sequences each, validation on
+{val_size} sequences; a run stops early at 100%. Classification tasks: accuracy of the
 arg-max; addition: |y - ŷ| < 0.04.
 
 Commands (conf/experiment/order_battery.yaml), then this table:
 
 ```
-{chr(10).join(f"OMP_NUM_THREADS=1 {c}" for c in COMMANDS)}
-python -m longterm.analysis.order_battery {" ".join(map(str, dirs))} --out docs/order_battery.md
+{commands}
 ```
 
-{provenance(df)}
+{provenance}
 
 ## Best validation accuracy (%)
 
 "chance": the best constant predictor on the same validation set; "order-blind ceiling": the
 best predictor from the number of X and Y alone, on the same validation set.
 
-{table(df).to_markdown(disable_numparse=True)}
+{accuracy}
 
-Solved (100%): {solved_at or "none"}.
+Solved (100%): {solved}.
 
-{chr(10).join(f"- {line}" for line in findings(df))}
+{findings}
 
 ## Wall time per run (s)
 
-{times.to_markdown(disable_numparse=True)}
+{times}
 """
+
+
+def solved_at(df: pd.DataFrame) -> str:
+    """The solved runs with the epoch each reached 100%, or 'none'."""
+    solved = df[df.status == "solved"]
+    runs = (f"{r.arch} on {r.task} (epoch {int(r.epoch_solved)})" for r in solved.itertuples())
+    return ", ".join(runs) or "none"
+
+
+def wall_times(df: pd.DataFrame) -> pd.DataFrame:
+    """Wall time per run (s) by task and architecture."""
+    times = df.pivot(index="task", columns="arch", values="wall_time_s")[archs(df)]
+    return times.map(lambda t: "" if pd.isna(t) else f"{t:.0f}")
+
+
+def values(df: pd.DataFrame, dirs: list[Path]) -> dict:
+    """Everything the report shows, by its name in REPORT."""
+    table_command = (
+        f"python -m longterm.analysis.order_battery {' '.join(map(str, dirs))} "
+        "--out docs/order_battery.md"
+    )
+    return {
+        **setting(df),
+        "commands": commands(COMMANDS, table_command),
+        "accuracy": table(df).to_markdown(disable_numparse=True),
+        "solved": solved_at(df),
+        "findings": "\n".join(f"- {line}" for line in findings(df)),
+        "times": wall_times(df).to_markdown(disable_numparse=True),
+    }
+
+
+def report(df: pd.DataFrame, dirs: list[Path]) -> str:
+    """The order battery's Markdown page, from its runs."""
+    return REPORT.format(**values(df, dirs))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,26 +1,23 @@
-"""Sequence models: an encoder of per-step states, a readout over time, and a head."""
+"""Sequence models: an encoder of per-step states, a readout over time, and a head; one
+constructor, `sequence_model`, builds each of them by name."""
 
-from longterm.models.feedback import FeedbackEncoder, feedback
-from longterm.models.feedforward import StepEncoder, feedforward
+from longterm.models.build import sequence_model
+from longterm.models.feedback import FeedbackEncoder
+from longterm.models.feedforward import FusedSequenceModel, StepEncoder
 from longterm.models.head import MLPHead
-from longterm.models.linear_memory import LinearMemory, linear_memory
-from longterm.models.recurrent import RecurrentEncoder, lstm, rnn
+from longterm.models.linear_memory import LinearMemory
+from longterm.models.recurrent import RecurrentEncoder
 from longterm.models.sequence import SequenceModel
-from longterm.models.transformer import AttentionStack, all_attention, transformer
+from longterm.models.transformer import AttentionStack
 
 __all__ = [
     "AttentionStack",
     "FeedbackEncoder",
+    "FusedSequenceModel",
     "LinearMemory",
     "MLPHead",
     "RecurrentEncoder",
     "SequenceModel",
-    "all_attention",
-    "feedback",
     "StepEncoder",
-    "feedforward",
-    "linear_memory",
-    "lstm",
-    "rnn",
-    "transformer",
+    "sequence_model",
 ]

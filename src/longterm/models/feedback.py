@@ -33,8 +33,6 @@ from torch import Tensor, nn
 
 from longterm.models.attention import norm, position_scores
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel, with_head
-from longterm.models.transformer import check_shape
 
 
 class SlidingWindow:
@@ -109,17 +107,19 @@ class FeedbackEncoder(nn.Module):
         self,
         in_features: int,
         dim: int,
-        n_heads: int,
+        heads: int,
         layers: int,
-        span: int,
+        attn_span: int,
         d_ff: int,
         share_kv: bool = True,
         init: str = "paper",
     ):
         super().__init__()
-        self.n_heads, self.span = n_heads, span
+        self.n_heads, self.span = heads, attn_span
         self.embed = init_linear_(nn.Linear(in_features, dim), init)
-        self.layers = nn.ModuleList(FeedbackLayer(dim, n_heads, span, d_ff) for _ in range(layers))
+        self.layers = nn.ModuleList(
+            FeedbackLayer(dim, heads, attn_span, d_ff) for _ in range(layers)
+        )
         n_kv = 1 if share_kv else layers
         self.kv = nn.ModuleList(nn.Linear(dim, 2 * dim, bias=False) for _ in range(n_kv))
         self.layer_weights = nn.Parameter(torch.zeros(layers + 1))  # w, over x^0..x^L
@@ -152,25 +152,3 @@ class FeedbackEncoder(nn.Module):
                     for proj in self.kv
                 ]
         return norm(torch.stack(outputs, dim=1))
-
-
-def feedback(
-    in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 64,
-    heads: int = 4,
-    layers: int = 2,
-    attn_span: int = 64,
-    d_ff: int = 64,
-    share_kv: bool = True,
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "reference",
-) -> SequenceModel:
-    """The Feedback Transformer of width `dim`, then `readout` and the paper's head; `init`
-    applies to the input projection and the head, the layers keep PyTorch's initialisation."""
-    check_shape(dim, heads, impl)
-    encoder = FeedbackEncoder(in_features, dim, heads, layers, attn_span, d_ff, share_kv, init)
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)

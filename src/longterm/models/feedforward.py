@@ -9,11 +9,10 @@ with attention pooling and 10,501 with mean pooling.
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.choices import IMPLS
 from longterm.models.fused import encode_pool
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel, with_head
-from longterm.pooling import AttentionPooling, MeanPooling
+from longterm.models.sequence import SequenceModel
+from longterm.pooling import AttentionPooling
 
 
 class StepEncoder(nn.Module):
@@ -41,27 +40,3 @@ class FusedSequenceModel(SequenceModel):
         score = (pool.score.weight, pool.score.bias) if isinstance(pool, AttentionPooling) else ()
         c = encode_pool(x, keep, enc.proj.weight, enc.proj.bias, enc.negative_slope, *score)
         return self.head(c)
-
-
-def feedforward(
-    in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 100,
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "fused",
-) -> SequenceModel:
-    """The paper's model around a pooling `readout` built for width `dim`.
-
-    `impl`: `reference` runs StepEncoder and `readout` as written (eq. 1, eq. 2); `fused` computes
-    the same function in one streaming pass (attention and mean pooling only)."""
-    if impl not in IMPLS:
-        raise ValueError(f"unknown impl {impl!r}; choose one of {', '.join(IMPLS)}")
-    fused = impl == "fused"
-    if fused and not isinstance(readout, AttentionPooling | MeanPooling):
-        raise ValueError(f"impl=fused computes attention or mean pooling, not {readout!r}")
-    encoder = StepEncoder(in_features, dim, negative_slope, init)
-    model = FusedSequenceModel if fused else SequenceModel
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init, model)

@@ -19,6 +19,7 @@ inner loops run over D contiguously), b, w (D,), c (B, D). The score e_t = tanh(
 import importlib.util
 import math
 import os
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -37,7 +38,14 @@ KERNEL_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "l
 @cache
 def kernels(features: int, units: int) -> ModuleType:
     """This module with F = features and D = units, compiled from a file under KERNEL_DIR."""
-    source = Path(__file__).read_text().replace(SIZES, f"F, D = {features}, {units}", 1)
+    sizes = f"F, D = {features}, {units}"
+    pattern = re.compile(f"^{re.escape(SIZES)}", re.MULTILINE)  # the line, not SIZES's own value
+    source, found = pattern.subn(sizes, Path(__file__).read_text())
+    if found != 1:
+        raise RuntimeError(
+            f"{__file__} has {found} lines that start with {SIZES!r}, not one: kernels() sets "
+            "the sizes F and D by rewriting that line"
+        )
     path = KERNEL_DIR / f"fused_cpu_{features}x{units}.py"
     if not path.exists() or path.read_text() != source:  # rewritten only when this file changes
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,6 @@ import torch
 from torch import Tensor, nn
 
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel, with_head
 
 CHUNK = 64  # steps per chunk of the scan: the decay matrix is (C, C, D)
 
@@ -51,21 +50,3 @@ class LinearMemory(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return linear_scan(self.proj(x), nn.functional.logsigmoid(self.nu))
-
-
-def linear_memory(
-    in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 100,
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "reference",
-) -> SequenceModel:
-    """The linear recurrence of width `dim`, then `readout` and the paper's head; `impl` has one
-    choice, `reference` (the scan above)."""
-    if impl != "reference":
-        raise ValueError(f"impl={impl!r}: linear_memory has only impl=reference")
-    encoder = LinearMemory(in_features, dim, init)
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)

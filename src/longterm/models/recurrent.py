@@ -16,8 +16,6 @@ D*hidden + hidden + hidden*out + out and the readout's own (attention: D + 1).
 
 from torch import Tensor, nn
 
-from longterm.models.sequence import SequenceModel, with_head
-
 
 class RecurrentEncoder(nn.Module):
     """x (B, T, F) -> h (B, T, D): the outputs of a batch-first `nn.RNN` or `nn.LSTM`."""
@@ -28,31 +26,3 @@ class RecurrentEncoder(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.layer(x)[0]
-
-
-def recurrent(
-    layer: type[nn.RNN] | type[nn.LSTM],
-    in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 100,
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "reference",
-) -> SequenceModel:
-    """`layer` of width `dim`, then `readout` and the head; `impl` has one choice, `reference`."""
-    if impl != "reference":
-        raise ValueError(f"impl={impl!r}: recurrent models have only impl=reference")
-    encoder = RecurrentEncoder(layer(in_features, dim, batch_first=True))
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
-
-
-def rnn(in_features: int, out_features: int, readout: nn.Module, **kw) -> SequenceModel:
-    """Vanilla tanh RNN of width `dim` (hidden 100 by default), then `readout` and the head."""
-    return recurrent(nn.RNN, in_features, out_features, readout, **kw)
-
-
-def lstm(in_features: int, out_features: int, readout: nn.Module, **kw) -> SequenceModel:
-    """LSTM of width `dim`, then `readout` and the head."""
-    return recurrent(nn.LSTM, in_features, out_features, readout, **kw)

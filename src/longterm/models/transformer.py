@@ -35,7 +35,6 @@ from torch import Tensor, nn
 from longterm.choices import NORMS
 from longterm.models.attention import attend, heads, norm, relative_bias
 from longterm.models.init import init_linear_
-from longterm.models.sequence import SequenceModel, with_head
 
 
 class SelfAttention(nn.Module):
@@ -124,57 +123,22 @@ class AttentionStack(nn.Module):
         return norm(h) if self.final_norm else h
 
 
-def check_shape(dim: int, n_heads: int, impl: str, norm_position: str = "pre") -> None:
-    if norm_position not in NORMS:
-        raise ValueError(f"norm={norm_position!r}: choose one of {', '.join(NORMS)}")
-    if dim % n_heads:
-        raise ValueError(f"heads={n_heads} must divide dim={dim}")
-    if impl != "reference":
-        raise ValueError(f"impl={impl!r}: attention models have only impl=reference")
-
-
-def transformer(
+def attention_stack(
+    layer: type[TransformerLayer] | type[AllAttentionLayer],
     in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 64,
-    heads: int = 4,
-    layers: int = 2,
-    attn_span: int = 64,
-    d_ff: int = 64,
-    norm: str = "post",
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "reference",
-) -> SequenceModel:
-    """`layers` transformer layers of width `dim` (`norm`: post or pre), then `readout` and the
-    head; `init` applies to the input projection and the head, the layers keep PyTorch's
-    initialisation."""
-    check_shape(dim, heads, impl, norm)
-    stack = [TransformerLayer(dim, heads, attn_span, d_ff, norm) for _ in range(layers)]
-    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
-
-
-def all_attention(
-    in_features: int,
-    out_features: int,
-    readout: nn.Module,
-    dim: int = 64,
-    heads: int = 4,
-    layers: int = 2,
-    attn_span: int = 64,
-    n_persistent: int = 64,
-    norm: str = "post",
-    hidden: int = 100,
-    negative_slope: float = 0.01,
-    init: str = "paper",
-    impl: str = "reference",
-) -> SequenceModel:
-    """`layers` all-attention layers with `n_persistent` slots per head, then `readout` and the
-    head; `init` as in `transformer`."""
-    check_shape(dim, heads, impl, norm)
-    stack = [AllAttentionLayer(dim, heads, attn_span, n_persistent, norm) for _ in range(layers)]
-    encoder = AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
-    return with_head(encoder, readout, dim, hidden, out_features, negative_slope, init)
+    dim: int,
+    init: str,
+    *,
+    heads: int,
+    layers: int,
+    attn_span: int,
+    norm: str,
+    **layer_keys: int,
+) -> AttentionStack:
+    """`layers` copies of `layer` (its own key: `d_ff` for TransformerLayer, `n_persistent` for
+    AllAttentionLayer) of width `dim`, `norm` post or pre, after an input projection initialised
+    by `init`:  x (B, T, F) -> h (B, T, D)."""
+    if norm not in NORMS:
+        raise ValueError(f"norm={norm!r}: choose one of {', '.join(NORMS)}")
+    stack = [layer(dim, heads, attn_span, norm_position=norm, **layer_keys) for _ in range(layers)]
+    return AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
