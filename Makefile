@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train test test-slow bench collect lint tensorboard clean
+.PHONY: train test test-slow bench gpu-check collect lint tensorboard clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,6 +24,9 @@ test-slow: $(STAMP)  ## the longer end-to-end runs
 
 bench: $(STAMP)  ## speed and memory of every implementation side by side -> docs/performance.md
 	$(BIN)/python bench/throughput.py $(ARGS)
+
+gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/performance_gpu.md
+	$(BIN)/python bench/gpu_check.py $(ARGS)
 
 # The sweeps behind docs/results (docs/results.md gives the command that fills each one).
 SWEEPS ?= outputs/table1 outputs/table1_long outputs/masking outputs/variable_length \

@@ -1,12 +1,14 @@
-"""Training throughput and peak memory per update of the paper's model (reference, fused and
-`torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and of the
-attention models (transformer, all-attention, feedback) at T0 = 100 and 1000; writes
-docs/performance.md. A benchmark, not a test: every ratio is taken between cases measured in the
-same run, because the machines these run on are shared and their speed varies from run to run.
+"""Training throughput, peak memory and ops per update of the paper's model (reference, fused,
+auto and `torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and
+of the attention models (transformer, all-attention, feedback) at T0 = 100 and 1000; writes
+docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with --device cuda). A
+benchmark, not a test: every ratio is taken between cases measured in the same run, because the
+machines these run on are shared and their speed varies from run to run.
 
     python bench/throughput.py                       # the full table, docs/performance.md
     python bench/throughput.py --T0 100 --out /tmp/perf.md
     python bench/throughput.py --T0 100 --cases reference transformer feedback --out /tmp/perf.md
+    python bench/throughput.py --ops-only --T0 1000 10000     # ops per update only, no timing
 
 One update is forward, backward and an Adam step on one batch of the addition task (B = 100, the
 paper's data: each sequence T0 to 1.1 T0 steps, padded), for the model that `src/train.py` builds
@@ -16,9 +18,17 @@ fresh process: on the CPU, the peak resident memory during one update above the 
 before it (malloc is told to return blocks of 64 kB or more to the system at once, so freed
 tensors do not hide in the baseline); on a GPU, torch.cuda.max_memory_allocated.
 
+Ops per update are the aten operators that one update (forward, loss, backward, Adam step) issues
+on PyTorch's `meta` device, which dispatches like CUDA and computes nothing (longterm.models.ops):
+a count that does not depend on the machine, and on a GPU, at several microseconds per kernel
+launch, the floor of an update's time. `model.impl=auto` plans there as it does on a GPU. Not
+counted (—): torch.compile (its kernels are not aten ops), the recurrent baselines (on a GPU
+cuDNN runs the whole sequence in a few kernels; without it PyTorch steps through time) and the
+Feedback Transformer (a loop over steps whose count grows with T).
+
 FLOPs are those of the model's matrix products (torch.utils.flop_counter on one reference update,
 forward and backward), the same count for every implementation of one model; "of peak" divides
-the achieved rate by this machine's float32 matmul rate, measured at the start of the run.
+the achieved rate by the device's float32 matmul rate, measured at the start of the run.
 """
 
 import argparse
@@ -42,8 +52,10 @@ from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from longterm.batches import FixedLengthBatches, batch_rng
+from longterm.models.ops import meta_batch, update_ops
 from longterm.records import git_commit, machine
 from longterm.run import build_model
+from longterm.tasks import default_width
 
 ROOT = Path(__file__).resolve().parent.parent
 B = 100
@@ -51,6 +63,7 @@ B = 100
 CASES = {
     "reference": (["model.impl=reference"], False),
     "fused": (["model.impl=fused"], False),
+    "auto": (["model.impl=auto"], False),
     "compile(reference)": (["model.impl=reference"], True),
     "rnn": (["model=rnn", "pool=last"], False),
     "lstm": (["model=lstm", "pool=last"], False),
@@ -60,13 +73,20 @@ CASES = {
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
 MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000}
+# Cases whose aten ops per update are counted on the meta device (see "How it is measured").
+META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
+
+
+def config(overrides: list[str], T0: int):
+    """The composed config `src/train.py` would run with these overrides at T0."""
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
+        return compose("train", overrides=[f"T0={T0}", *overrides])
 
 
 def build(overrides: list[str], T0: int, device: str) -> tuple[torch.nn.Module, tuple]:
     """The network `src/train.py` would train, and one training batch on `device`."""
-    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose("train", overrides=[f"T0={T0}", *overrides])
+    cfg = config(overrides, T0)
     net = build_model(cfg).net.to(device)
     batch = FixedLengthBatches(cfg.task.name, T0, B)(batch_rng(0, 0, 0, 0))
     return net, tuple(t.to(device) for t in batch)
@@ -82,6 +102,16 @@ def model_flops(overrides: list[str], T0: int) -> int:
     with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
         F.mse_loss(net(x, mask).squeeze(-1), y).backward()
     return counter.get_total_flops()
+
+
+def ops_per_update(case: str, T0: int) -> int | None:
+    """aten ops of one update of the case on the meta device (longterm.models.ops); None for a
+    case not in META_OPS."""
+    if case not in META_OPS:
+        return None
+    cfg = config(CASES[case][0], T0)
+    batch = meta_batch(B, default_width(T0), cfg.task.n_features)
+    return update_ops(build_model(cfg), batch)
 
 
 def memory_kb(field: str) -> int:
@@ -137,6 +167,7 @@ def measure(case: str, T0: int, device: str, min_time: float, min_updates: int) 
         "s_per_update": statistics.median(times),
         "updates_timed": len(times),
         "flops": model_flops(overrides, T0),
+        "ops": ops_per_update(case, T0),
     }
 
 
@@ -157,15 +188,18 @@ def run_case(case: str, T0: int, args: argparse.Namespace) -> dict:
     return record | child(case, T0, args, 0, env)
 
 
-def matmul_peak(n: int = 2048, repeats: int = 10) -> float:
-    """This machine's float32 matmul rate in GFLOP/s: the best of five timings."""
-    a, b = torch.randn(n, n), torch.randn(n, n)
+def matmul_peak(device: str, n: int = 2048, repeats: int = 10) -> float:
+    """The device's float32 matmul rate in GFLOP/s: the best of five timings."""
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    sync = torch.cuda.synchronize if device == "cuda" else lambda: None
     a @ b
     best = float("inf")
     for _ in range(5):
+        sync()
         start = time.perf_counter()
         for _ in range(repeats):
             a @ b
+        sync()
         best = min(best, time.perf_counter() - start)
     return 2 * n**3 * repeats / best / 1e9
 
@@ -194,6 +228,10 @@ def parse() -> argparse.Namespace:
         "--runs", type=Path, nargs="*", default=[], help="run directories to report as well"
     )
     parser.add_argument("--runs-note", default="", help="a sentence on how the runs were made")
+    parser.add_argument(
+        "--ops-only", action="store_true", help="print the ops per update of each case, no timing"
+    )
+    parser.add_argument("--json", type=Path, help="also write the measurements to this file")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
     return parser.parse_args()
 
@@ -204,9 +242,10 @@ def run_cases(args: argparse.Namespace) -> list[dict]:
     for T0 in args.T0:
         for case in [c for c in args.cases if MAX_T0.get(c, T0) >= T0]:
             r = run_case(case, T0, args)
+            ops = "—" if r["ops"] is None else f"{r['ops']:,}"
             print(
                 f"T0={T0} {case}: {r['s_per_update'] * 1e3:.1f} ms/update, "
-                f"peak {r['peak_mb']:.1f} MB",
+                f"peak {r['peak_mb']:.1f} MB, {ops} ops/update",
                 flush=True,
             )
             records.append(r)
@@ -216,7 +255,7 @@ def run_cases(args: argparse.Namespace) -> list[dict]:
 def benchmark(args: argparse.Namespace) -> Bench:
     """The matmul peak, the data generator and every case, with where and when they ran."""
     started = time.perf_counter()
-    peak = matmul_peak()
+    peak = matmul_peak(args.device)
     print(f"float32 matmul peak: {peak:.1f} GFLOP/s", flush=True)
     data = {T0: data_ms(T0) for T0 in args.T0}
     records = run_cases(args)
@@ -238,16 +277,34 @@ def benchmark(args: argparse.Namespace) -> Bench:
     )
 
 
+def print_ops(args: argparse.Namespace) -> None:
+    """A table of the aten ops per update of each counted case at each T0 (no timing)."""
+    cases = [c for c in args.cases if c in META_OPS]
+    print("| case | " + " | ".join(f"T0 = {T0}" for T0 in args.T0) + " |")
+    print("|---|" + "---|" * len(args.T0))
+    for case in cases:
+        counts = [ops_per_update(case, T0) for T0 in args.T0 if MAX_T0.get(case, T0) >= T0]
+        cells = [f"{n:,}" for n in counts] + ["—"] * (len(args.T0) - len(counts))
+        print(f"| {case} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
     """Measure every case at every T0 and write the page; with --case, measure one case only."""
     args = parse()
+    if args.ops_only:
+        print_ops(args)
+        return
     if args.case:
         record = measure(args.case, args.T0[0], args.device, args.min_time, args.min_updates)
         print(json.dumps(record))
         return
-    text = document(benchmark(args), METHOD)
+    bench = benchmark(args)
+    text = document(bench, METHOD)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
+    if args.json:
+        measured = {"records": bench.records, "data_ms": bench.data, "device": bench.device}
+        args.json.write_text(json.dumps(measured, indent=1))
     print(text)
 
 

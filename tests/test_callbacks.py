@@ -1,5 +1,6 @@
 import os
 import signal
+from types import SimpleNamespace
 
 import pytest
 import pytorch_lightning as L
@@ -31,8 +32,8 @@ class Scripted(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-def fit(module, callback, epochs=5, checkpoints=None, ckpt_path=None):
-    loader = DataLoader(torch.zeros(4, 1), batch_size=2)
+def fit(module, callback, epochs=5, checkpoints=None, ckpt_path=None, batches=2):
+    loader = DataLoader(torch.zeros(2 * batches, 1), batch_size=2)
     saving = [] if checkpoints is None else [ModelCheckpoint(dirpath=checkpoints, save_last=True)]
     trainer = L.Trainer(
         max_epochs=epochs,
@@ -115,6 +116,36 @@ def test_divergence_stops_at_once():
     callback = StopOnDivergence()
     trainer = fit(Scripted([0.1] * 5, loss=float("nan")), callback)
     assert callback.diverged_step == 1 and trainer.global_step == 1
+
+
+class NonFiniteAt(Scripted):
+    """The loss of update `at` (counted from 0) only is NaN; the parameters stay finite."""
+
+    def __init__(self, at):
+        super().__init__([0.1] * 5)
+        self.at = at
+
+    def training_step(self, batch, batch_idx):
+        loss = float("nan") if self.global_step == self.at else 1.0
+        return (self.w * 0 + loss).sum()
+
+
+@pytest.mark.parametrize("at, seen", [(2, 4), (3, 4), (8, 10)])
+def test_divergence_checked_every_n_updates_is_seen_at_the_next_check(at, seen):
+    """Every 4 updates and at each epoch's end (10 updates an epoch): a loss that was NaN at one
+    update between checks is still seen, and the run stops at that check."""
+    callback = StopOnDivergence(every_n_updates=4)
+    trainer = fit(NonFiniteAt(at), callback, batches=10)
+    assert callback.diverged_step == seen == trainer.global_step
+    assert 0 <= seen - (at + 1) < 4
+
+
+def test_divergence_is_checked_at_every_update_on_the_cpu_and_at_logging_steps_elsewhere():
+    trainer = SimpleNamespace(log_every_n_steps=50)
+    on = {d: SimpleNamespace(device=torch.device(d)) for d in ("cpu", "meta")}
+    assert StopOnDivergence().interval(trainer, on["cpu"]) == 1
+    assert StopOnDivergence().interval(trainer, on["meta"]) == 50
+    assert StopOnDivergence(every_n_updates=7).interval(trainer, on["cpu"]) == 7
 
 
 class SignalledAt(Scripted):

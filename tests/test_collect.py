@@ -167,8 +167,12 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
     args = ["-m", "task=addition", "seed=1,2", "pool.mask_padding=true", *FOUR_STEPS]
     assert train_py(*args, f"hydra.sweep.dir={masked}").returncode == 0
     dirs = sorted(p.parent.name for p in sweep.glob("*/result.json"))
-    assert len(dirs) == 4 and sum("seed=1" in d for d in dirs) == 2
-    job = {(s, t): next(sweep.glob(f"*,seed={s},task={t},*")) for s in (1, 2) for t in TASKS}
+    rest = (
+        "data.batches_per_epoch=4,data.val_size=100,model.impl=reference,"
+        "trainer.log_every_n_steps=1,trainer.max_epochs=2"
+    )
+    job = {(s, t): sweep / f"{t}-attention-T50-lr1e-3-s{s},{rest}" for s in (1, 2) for t in TASKS}
+    assert dirs == sorted(j.name for j in job.values())
     seed1, seed2 = (read_json(job[s, "addition"] / "result.json") for s in (1, 2))
     assert seed1["seed"] != seed2["seed"]
     losses = [curve(job[s, "addition"], "train/loss").tolist() for s in (1, 2)]

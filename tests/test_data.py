@@ -1,9 +1,12 @@
 import itertools
+import os
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 import torch
 
-from longterm.data import FixedLengthData, VariableLengthData
+from longterm.data import MAX_FEED_WORKERS, FixedLengthData, VariableLengthData, feed_workers
 from longterm.tasks import default_width
 
 
@@ -13,12 +16,48 @@ def epoch_batches(dm, epoch, n=None):
     return list(itertools.islice(loader, n))
 
 
-def test_batches_do_not_depend_on_worker_count():
-    serial = FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6)
-    parallel = FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6, num_workers=2)
+def on_device(dm, device_type):
+    """`dm` as a Trainer on `device_type` sees it: the one part of the Trainer it reads."""
+    dm.trainer = SimpleNamespace(strategy=SimpleNamespace(root_device=torch.device(device_type)))
+    return dm
+
+
+@pytest.mark.parametrize("workers, device", [(2, "cpu"), ("auto", "cpu"), ("auto", "meta")])
+def test_batches_do_not_depend_on_worker_count(workers, device):
+    """num_workers=auto on an accelerator (meta stands for one) runs workers wherever the job has
+    two CPUs or more; the batches are those of the main process."""
+    serial = FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6, num_workers=0)
+    parallel = on_device(
+        FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6, num_workers=workers),
+        device,
+    )
+    cpus = len(os.sched_getaffinity(0))
+    expected = 2 if workers == 2 else 0 if device == "cpu" else min(cpus - 1, MAX_FEED_WORKERS)
+    assert parallel.train_dataloader().num_workers == expected
     for a, b in zip(epoch_batches(serial, 2), epoch_batches(parallel, 2), strict=True):
         for ta, tb in zip(a, b, strict=True):
             assert torch.equal(ta, tb)
+
+
+def test_auto_workers_follow_the_device_and_the_cpus_of_the_job(monkeypatch):
+    for cpus, workers in [(1, 0), (2, 1), (5, 4), (64, MAX_FEED_WORKERS)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda _, n=cpus: set(range(n)))
+        assert feed_workers("auto", "cuda") == workers
+        assert feed_workers("auto", "cpu") == 0
+        assert feed_workers(3, "cpu") == feed_workers(3, "cuda") == 3
+    loaders = {
+        device: on_device(FixedLengthData("addition", T0=50), device).train_dataloader()
+        for device in ("cpu", "cuda")
+    }
+    assert not loaders["cpu"].pin_memory and loaders["cuda"].pin_memory
+
+
+def test_each_array_is_converted_once():
+    """x float64 -> float32; a class stays int64 (not float32 and back); a value is float32."""
+    x, y, _ = epoch_batches(FixedLengthData("temporal_order", T0=50, batches_per_epoch=1), 0)[0]
+    assert x.dtype == torch.float32 and y.dtype == torch.int64
+    _, y, _ = epoch_batches(FixedLengthData("xor", T0=50, batches_per_epoch=1), 0)[0]
+    assert y.dtype == torch.float32
 
 
 def test_epochs_seeds_and_batches_differ():

@@ -5,11 +5,14 @@ import torch
 from conftest import QUICK, read_json, train_py
 
 from longterm.analysis.events import curve
+from longterm.models import feedforward as feedforward_module
 from longterm.models import fused_cpu, sequence_model
 from longterm.models.fused import encode_pool
 from longterm.pooling import AttentionPooling, MeanPooling
 
-BACKENDS = ["cpu", "chunked"]
+# (backend, chunk): the compiled kernels; PyTorch ops in chunks of 5 steps (several chunks, as
+# model.impl=fused off the CPU) and in one chunk (the whole sequence, as model.impl=auto there).
+BACKENDS = [("cpu", 5), ("chunked", 5), ("chunked", 1000)]
 
 
 def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):
@@ -32,10 +35,10 @@ def ragged_mask(B: int, T: int) -> torch.Tensor:
     return mask
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend, chunk", BACKENDS)
 @pytest.mark.parametrize("attention", [True, False])
 @pytest.mark.parametrize("masked", [True, False])
-def test_gradcheck_float64(backend, attention, masked):
+def test_gradcheck_float64(backend, chunk, attention, masked):
     """Analytic gradients for x and every parameter against finite differences."""
     W, b, w, bw = params()
     x = torch.randn(3, 17, 3, dtype=torch.float64, requires_grad=True)
@@ -43,13 +46,13 @@ def test_gradcheck_float64(backend, attention, masked):
     score = (w, bw) if attention else ()
 
     def f(x, W, b, *score):
-        return encode_pool(x, keep, W, b, 0.01, *score, backend=backend, chunk=5)
+        return encode_pool(x, keep, W, b, 0.01, *score, backend=backend, chunk=chunk)
 
     assert torch.autograd.gradcheck(f, (x, W, b, *score))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_variable_length_batches_share_one_function(backend):
+@pytest.mark.parametrize("backend, chunk", BACKENDS)
+def test_variable_length_batches_share_one_function(backend, chunk):
     """Per-batch lengths: consecutive batches of different T against the reference."""
     model = feedforward(3, 1, AttentionPooling(6, mask_padding=True), dim=6, hidden=4)
     for T in (11, 40, 97):
@@ -65,7 +68,7 @@ def test_variable_length_batches_share_one_function(backend):
             pool.score.weight,
             pool.score.bias,
             backend=backend,
-            chunk=16,
+            chunk=chunk,
         )
         torch.testing.assert_close(out, ref)
 
@@ -86,7 +89,14 @@ F32 = dict(rtol=1e-4, atol=1e-5)
 
 @pytest.mark.parametrize("T", [1000, 10000])
 @pytest.mark.parametrize("pool", [AttentionPooling, MeanPooling])
-def test_float32_outputs_and_gradients_agree_with_the_reference(T, pool):
+@pytest.mark.parametrize("plan", ["cpu", "one chunk", "64-step chunks"])
+def test_float32_outputs_and_gradients_agree_with_the_reference(T, pool, plan, monkeypatch):
+    """The model's CPU kernels, and the plans it takes off the CPU (models/fused.py: plan) run
+    here on the CPU: the whole sequence in one chunk (model.impl=auto) and chunks of 64 steps
+    (model.impl=fused)."""
+    if plan != "cpu":
+        chunk = T if plan == "one chunk" else 64
+        monkeypatch.setattr(feedforward_module, "plan", lambda *_: ("chunked", chunk))
     reference, fused = twin_models(pool, mask_padding=True)
     torch.manual_seed(T)
     x = torch.rand(8, T, 2)

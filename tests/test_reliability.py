@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import LONGER, QUICK, ROOT, composed, multirun, quick, read_json, train_py
+from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
 from longterm.continue_run import continue_run
+from longterm.hparams import records
+from longterm.rundir import EVENTS
 
 # What a run measured; everything else in result.json says where, when and how long.
 METRICS = (
@@ -36,6 +39,13 @@ METRICS = (
 def metrics(run_dir: Path) -> dict:
     result = read_json(run_dir / "result.json")
     return {k: result[k] for k in METRICS}
+
+
+def sessions(run_dir: Path) -> tuple[int, int]:
+    """How many HPARAMS session-start and session-end records the run's event files hold."""
+    found = records(run_dir)
+    starts = found.get(metadata.SESSION_START_INFO_TAG, [])
+    return len(starts), len(found.get(metadata.SESSION_END_INFO_TAG, []))
 
 
 def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
@@ -98,7 +108,7 @@ def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupt
     last = tmp_path / "checkpoints" / "last.ckpt"
     run = start(*LONGER, f"hydra.run.dir={tmp_path}")
     try:
-        wait_for_file("tb", tmp_path, run)  # the logger starts with the first epoch
+        wait_for_file(EVENTS, tmp_path, run)  # the logger starts before the first epoch
         began = time.monotonic()
         wait_for_file("checkpoints/last.ckpt", tmp_path, run)
         # Into the second epoch, well before its end even if the machine speeds up meanwhile.
@@ -109,6 +119,7 @@ def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupt
     assert run.returncode == -signal.SIGKILL, run.stderr.read()
     assert torch.load(last, weights_only=True)["global_step"] == 100  # killed inside epoch 2
     assert not (tmp_path / "result.json").exists()
+    assert sessions(tmp_path) == (1, 0)
 
     resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
     assert resumed.returncode == 0, resumed.stderr
@@ -116,7 +127,8 @@ def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupt
     assert read_json(tmp_path / "result.json")["resumed_at_update"] == 100
     assert metrics(tmp_path) == metrics(uninterrupted)
     assert metrics(tmp_path)["updates"] == 200
-    assert scalars(tmp_path) == scalars(uninterrupted)  # one continuous curve in the same tb/
+    assert scalars(tmp_path) == scalars(uninterrupted)  # one continuous curve in the same run
+    assert sessions(tmp_path) == (1, 1)  # the first process's start record, one end
 
 
 def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
@@ -132,9 +144,11 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
     stopped = read_json(tmp_path / "result.json")
     assert stopped["status"] == "interrupted" and 100 <= stopped["updates"] < 200
     assert stopped["val_acc_history"] and "interrupted:" in run.stderr.read()
+    assert sessions(tmp_path) == (1, 0)  # an interrupted run has no session end
     resumed = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
     assert resumed.returncode == 0, resumed.stderr
     assert metrics(tmp_path) == metrics(uninterrupted)
+    assert sessions(tmp_path) == (1, 1)
 
 
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
@@ -148,6 +162,10 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
     assert read_json(two / "result.json")["resumed_at_update"] == 100
     assert metrics(two) == metrics(uninterrupted)
     assert scalars(two) == scalars(uninterrupted)
+    assert sessions(one) == sessions(two) == (1, 1)  # the copied records replaced, not added to
+    (start,) = records(two)[metadata.SESSION_START_INFO_TAG]
+    start = metadata.parse_session_start_info_plugin_data(start)
+    assert start.hparams["max_epochs"].number_value == 2
     state = torch.load(two / "checkpoints" / "last.ckpt", weights_only=False)["callbacks"]
     assert str(one) not in str(state) and str(two / "checkpoints") in str(state)
     with pytest.raises(FileExistsError, match="already holds a run"):
@@ -164,11 +182,12 @@ def test_rerunning_a_sweep_fills_in_only_what_is_missing(tmp_path):
     assert train_py(*args).returncode == 0
     kept, lost = sorted(p.parent for p in tmp_path.glob("*/result.json"))
     before = (kept / "result.json").read_bytes()
+    events = sorted(kept.glob(EVENTS))
     shutil.rmtree(lost)  # a job that never ran (or whose directory was lost)
     again = train_py(*args)
     assert again.returncode == 0, again.stderr
     assert (kept / "result.json").read_bytes() == before
-    assert len(list((kept / "tb").glob("events.out.tfevents.*"))) == 1  # not trained again
+    assert sorted(kept.glob(EVENTS)) == events and len(events) == 2  # not trained again
     assert read_json(lost / "result.json")["status"] == "max_epochs"
     assert "already max_epochs, not trained again" in (kept / "train.log").read_text()
     other = train_py(*quick("trainer.max_epochs=1", "lr=1e-2"), f"hydra.run.dir='{kept}'")
@@ -189,6 +208,7 @@ def test_two_runs_started_together_get_their_own_directories(tmp_path):
         assert run.wait(timeout=300) == 0, run.stderr.read()
     dirs = sorted((tmp_path / "outputs" / "runs").iterdir())
     assert len(dirs) == 2 and all((d / "result.json").exists() for d in dirs)
+    assert all(d.name.endswith("-addition-attention-T50-lr1e-3-s0") for d in dirs)  # time first
 
 
 def test_a_directory_in_use_is_refused(tmp_path):
@@ -198,7 +218,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
     slow = quick("trainer.max_epochs=100", "lr=1e-9", base=LONGER)
     first = start(*slow, f"hydra.run.dir={tmp_path}")
     try:
-        wait_for_file("tb", tmp_path, first)
+        wait_for_file(EVENTS, tmp_path, first)
         second = train_py(*LONGER, f"hydra.run.dir={tmp_path}")
         assert first.poll() is None, first.stderr.read()
     finally:

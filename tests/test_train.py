@@ -27,7 +27,8 @@ def test_one_run_writes_events_checkpoints_and_result(tmp_path):
     assert result["best_acc"] == max(result["val_acc_history"])
     assert result["wall_time_s"] > 0 and "git_commit" in result and result["config"]["lr"] == 3e-3
     tags = scalars(tmp_path)
-    assert {"train/loss", "val/acc", "val/loss", "lr-Adam"} <= set(tags)
+    assert {"train/loss", "train/lr", "val/acc", "val/loss", "verdict/solved"} <= set(tags)
+    assert {tag.split("/")[0] for tag in tags} == {"train", "val", "verdict"}  # no epoch, lr-Adam
     assert len(tags["val/acc"]) == 2 and tags["val/acc"][-1][1] == pytest.approx(
         result["final_acc"]
     )
@@ -56,7 +57,8 @@ def test_logger_none_runs_without_tensorboard_and_no_srun_warning(tmp_path):
     assert "srun" not in (out.stdout + out.stderr).replace(str(tmp_path), "")
     result = read_json(run_dir / "result.json")
     assert result["status"] == "max_epochs" and len(result["val_acc_history"]) == 2
-    assert (run_dir / "checkpoints" / "last.ckpt").exists() and not (run_dir / "tb").exists()
+    assert (run_dir / "checkpoints" / "last.ckpt").exists()
+    assert not list(run_dir.glob("**/events.out.tfevents.*"))
 
 
 def test_a_solved_run_stops_and_records_the_epoch(tmp_path):
@@ -68,7 +70,7 @@ def test_a_solved_run_stops_and_records_the_epoch(tmp_path):
     result = read_json(tmp_path / "result.json")
     assert result["status"] == "solved" and result["epoch_solved"] == 1
     assert result["epochs"] == 1 and result["updates"] == 20
-    assert scalars(tmp_path)["epoch_solved"] == [(20, 1.0)]
+    assert scalars(tmp_path)["verdict/epoch_solved"] == [(20, 1.0)]
 
 
 def test_two_job_multirun_gets_one_directory_per_job(tmp_path):
@@ -80,9 +82,12 @@ def test_two_job_multirun_gets_one_directory_per_job(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     jobs = sorted(p.parent for p in tmp_path.glob("*/result.json"))
+    rest = (
+        "data.batches_per_epoch=20,data.val_size=200,trainer.log_every_n_steps=10,"
+        "trainer.max_epochs=1"
+    )
     assert [j.name for j in jobs] == [
-        f"data.batches_per_epoch=20,data.val_size=200,task={task},trainer.log_every_n_steps=10,trainer.max_epochs=1"
-        for task in ("addition", "multiplication")
+        f"{task}-attention-T50-lr1e-3-s0,{rest}" for task in ("addition", "multiplication")
     ]
     assert [read_json(j / "result.json")["task"] for j in jobs] == ["addition", "multiplication"]
 

@@ -56,7 +56,7 @@ def test_fused_feedforward_on_a_classification_task(tmp_path):
     out = train_py("arch=attention", "task=temporal_order", *TINY, f"hydra.run.dir={tmp_path}")
     assert out.returncode == 0, out.stderr
     result = read_json(tmp_path / "result.json")
-    assert result["config"]["model"]["impl"] == "fused" and result["loss"] == "cross_entropy"
+    assert result["config"]["model"]["impl"] == "auto" and result["loss"] == "cross_entropy"
     assert result["updates"] == 3 and result["n_params"] == ARCHS["attention"][2]
 
 

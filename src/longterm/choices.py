@@ -18,12 +18,15 @@ PER_STEP_MODELS = ("feedforward", "rnn", "lstm", "linear_memory")  # model.name,
 ATTENTION_MODELS = ("all_attention", "transformer", "feedback")  # and heads, layers, attn_span
 INITS = ("paper", "torch")  # model.init
 NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
-IMPLS = ("reference", "fused")  # model.impl
+IMPLS = ("auto", "reference", "fused")  # model.impl (built_impl; models/fused.py: plan)
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 
 # model.impl=fused: the feedforward model's encoder and pooling in one pass (models/fused.py)
 FUSED_MODEL = "feedforward"
 FUSED_POOLS = ("attention", "mean")
+# A count resolved when the run starts: data.num_workers (data.py: feed_workers) and
+# callbacks.stop_on_divergence.every_n_updates (callbacks.py: StopOnDivergence).
+AUTO = "auto"
 
 
 def impl_error(model: str, impl: str, pool: str) -> str | None:
@@ -38,3 +41,13 @@ def impl_error(model: str, impl: str, pool: str) -> str | None:
             f"use pool={'|'.join(FUSED_POOLS)} or model.impl=reference"
         )
     return None
+
+
+def built_impl(model: str, impl: str, pool: str) -> str:
+    """The implementation `model.impl=impl` builds: `auto` is `fused` wherever fused can build
+    the model and pooling (the feedforward model with attention or mean pooling) and `reference`
+    for every other model and pooling; which backend fused runs is decided per device at
+    forward time (models/fused.py: plan)."""
+    if impl != "auto":
+        return impl
+    return "fused" if model == FUSED_MODEL and pool in FUSED_POOLS else "reference"

@@ -2,7 +2,7 @@
 
 A run that ended at `trainer.max_epochs` is final in its own directory (a rerun does nothing), and
 a command with a larger limit names another directory. This copies the old run's checkpoints and
-TensorBoard events into that directory, so that the new command resumes from the old run's last
+TensorBoard event files into that directory, so that the new command resumes from the old run's last
 epoch (docs/reliability.md, "Raising the epoch limit"):
 
     python -m longterm.continue_run <old run dir> <new run dir>
@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
-from longterm.rundir import CHECKPOINTS, EVENTS
+from longterm.rundir import CHECKPOINTS, event_files
 
 
 def moved(value: object, old: str, new: str) -> object:
@@ -42,7 +42,8 @@ def continue_run(old: str | Path, new: str | Path) -> Path:
     if (new / CHECKPOINTS).exists() or (new / RESULT_FILE).exists():
         raise FileExistsError(f"{new} already holds a run")
     new.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(old / EVENTS, new / EVENTS)
+    for path in event_files(old):
+        shutil.copy2(path, new / path.name)
     (new / CHECKPOINTS).mkdir()
     for path in sorted((old / CHECKPOINTS).glob("*.ckpt")):
         state = torch.load(path, map_location="cpu", weights_only=False)

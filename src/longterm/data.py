@@ -1,6 +1,7 @@
 """LightningDataModules that generate every training batch afresh from its key, and a validation
 set once per run (§2.2, §2.3); the batches themselves come from batches.py."""
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from longterm.batches import (
     validation_lengths,
     variable_validation_set,
 )
+from longterm.choices import AUTO
 
 
 class KeyedBatches(Dataset):
@@ -46,8 +48,33 @@ class EpochKeys(Sampler):
         return self.n
 
 
+# data.num_workers=auto on an accelerator: at most this many workers (at T0 = 10000 a batch takes
+# about 9 ms to generate on one core, so 8 workers deliver one every ~1.2 ms).
+MAX_FEED_WORKERS = 8
+
+
+def feed_workers(num_workers: int | str, device_type: str) -> int:
+    """DataLoader workers for `data.num_workers` on a device of `device_type` (cpu, cuda, ...).
+
+    A count is used as given. `auto`: 0 on the CPU, where the update itself needs every core and
+    a batch is generated between updates in the main process; on an accelerator, which leaves the
+    CPUs idle while it computes, every CPU this job may run on (os.sched_getaffinity) but one,
+    kept for the process that drives the device, up to MAX_FEED_WORKERS.
+    """
+    if num_workers != AUTO:
+        return int(num_workers)
+    if device_type == "cpu":
+        return 0
+    return max(0, min(len(os.sched_getaffinity(0)) - 1, MAX_FEED_WORKERS))
+
+
 class TaskDataModule(L.LightningDataModule):
-    """Training batches generated on the fly; a validation set generated once in `setup`."""
+    """Training batches generated on the fly; a validation set generated once in `setup`.
+
+    The device comes from the Trainer the module is attached to (the CPU without one): it sets
+    `num_workers=auto` (feed_workers) and pins batches in page-locked memory for CUDA, so the copy
+    to the device runs asynchronously.
+    """
 
     def __init__(
         self,
@@ -55,7 +82,7 @@ class TaskDataModule(L.LightningDataModule):
         seed: int = 0,
         batch_size: int = 100,
         batches_per_epoch: int = 1000,
-        num_workers: int = 0,
+        num_workers: int | str = AUTO,
         task_params: dict[str, Any] | None = None,
     ):
         super().__init__()
@@ -76,17 +103,24 @@ class TaskDataModule(L.LightningDataModule):
         if not self.validation:
             self.validation = self.validation_set()
 
+    def device_type(self) -> str:
+        """The type of the device the Trainer trains on (cpu, cuda, ...); cpu without a Trainer."""
+        return "cpu" if self.trainer is None else self.trainer.strategy.root_device.type
+
     def train_dataloader(self) -> DataLoader:
+        device = self.device_type()
+        workers = feed_workers(self.num_workers, device)
         return DataLoader(
             KeyedBatches(self.train_recipe(), self.seed, TRAIN),
             sampler=EpochKeys(self.batches_per_epoch),
             batch_size=None,  # each item is already a whole batch
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
+            num_workers=workers,
+            persistent_workers=workers > 0,
+            pin_memory=device == "cuda",
         )
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self.validation, batch_size=None)
+        return DataLoader(self.validation, batch_size=None, pin_memory=self.device_type() == "cuda")
 
 
 class FixedLengthData(TaskDataModule):

@@ -4,6 +4,7 @@
 A bad override then fails in a second with one line naming the key, the value and what is
 allowed, before any output directory exists or any job of a sweep has run. This sits beside
 `run.py` as the second module that knows Hydra: it is command-line glue, not part of a run.
+Importing it registers the resolvers that name run directories (`longterm.naming`).
 """
 
 import itertools
@@ -18,6 +19,7 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from longterm import naming  # noqa: F401  registers the resolvers that name run directories
 from longterm.config import ConfigError, validate
 
 HYDRA_FLAGS = ("-m", "--multirun")  # other flags (--cfg, --help, ...) are left to Hydra

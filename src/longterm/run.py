@@ -10,22 +10,28 @@ from typing import Any
 import pytorch_lightning as L
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
-from pytorch_lightning.callbacks import LearningRateMonitor, ModelCheckpoint
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
-from torch.utils.tensorboard.summary import hparams
+from tensorboard.compat.proto.summary_pb2 import Summary
 
 from longterm.callbacks import StopOnDivergence, StopWhenSolved
 from longterm.config import validate
+from longterm.hparams import close_session, open_session
 from longterm.module import MemoryTaskModule
 from longterm.records import RESULT_FILE, git_commit, machine, now, write_result
-from longterm.rundir import RunDirError, checkpoint_step, claim, finished
+from longterm.rundir import (
+    OLD_EVENTS_DIR,
+    RunDirError,
+    checkpoint_step,
+    claim,
+    events_dir,
+    finished,
+)
 
 log = logging.getLogger(__name__)
 
 # conf/callbacks/default.yaml: last_checkpoint.filename, the checkpoint a rerun resumes from.
 LAST = "last"
-# Shown in TensorBoard's HPARAMS view against each run's flat hyperparameters.
-HPARAM_METRICS = ("val/acc", "val/loss", "epoch_solved")
 
 # Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
@@ -84,15 +90,24 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
 
 
 def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
-    """Write the HPARAMS session; the view reads each metric's latest scalar under its tag.
+    """hparams.yaml, and the HPARAMS experiment and session start once per run (longterm.hparams).
 
     Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
-    which would put a false point on the val/acc curve, so the summaries are written here.
+    which would put a false point on the val/acc curve, so the records are written here.
     """
     logger.log_hyperparams(params)  # hparams.yaml
-    writer = logger.experiment._get_file_writer()
-    for summary in hparams(params, dict.fromkeys(HPARAM_METRICS, 0.0)):
-        writer.add_summary(summary)
+
+    def add_summary(summary: Summary) -> None:  # the writer starts its file on first use
+        logger.experiment._get_file_writer().add_summary(summary)
+
+    open_session(Path(logger.log_dir), add_summary, params)
+
+
+def end_session(logger: TensorBoardLogger | bool, result: dict[str, Any]) -> None:
+    """The verdict scalars and the session end of a run that has ended (not of an interrupted
+    one, which resumes)."""
+    if logger and result["status"] != "interrupted":
+        close_session(Path(logger.log_dir), result)
 
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
@@ -155,15 +170,15 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
-    if not cfg.logger:  # logger=none: no events, so no learning rate to log either
-        callbacks = [c for c in callbacks if not isinstance(c, LearningRateMonitor)]
     ckpt = last_checkpoint(callbacks)
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     # Events from `resumed_at` on (the interrupted epoch; an epoch's validation is logged at the
     # step before) came from the process that stopped and are logged again: the writer marks
-    # them stale, so TensorBoard shows one continuous curve in the same tb/.
+    # them stale, so TensorBoard shows one continuous curve in the same directory. A run begun
+    # before event files moved out of tb/ keeps them there.
+    where = {} if events_dir(run_dir) == run_dir else {"name": OLD_EVENTS_DIR}
     logger = (
-        instantiate(cfg.logger, **({} if ckpt is None else {"purge_step": resumed_at}))
+        instantiate(cfg.logger, **where, **({} if ckpt is None else {"purge_step": resumed_at}))
         if cfg.logger
         else False
     )
@@ -199,6 +214,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             finished_at=now(),
         )
         write_result(run_dir, result)
+        end_session(logger, result)
         if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
             raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
         raise
@@ -206,6 +222,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start, finished_at=now()
     )
     write_result(run_dir, result)
+    end_session(logger, result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
     log.info(
         f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "

@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 from longterm.choices import (
     ACCELERATORS,
     ATTENTION_MODELS,
+    AUTO,
     IMPLS,
     INITS,
     LENGTHS,
@@ -23,6 +24,17 @@ from longterm.choices import (
     TASKS,
 )
 from longterm.tasks import MIN_LENGTH
+
+
+def count_or_auto(minimum: int) -> AfterValidator:
+    """A key that takes an integer >= minimum or `auto` (resolved when the run starts)."""
+
+    def check(value: Any) -> Any:
+        if value == AUTO or (type(value) is int and value >= minimum):
+            return value
+        raise PydanticCustomError("count", f"Input should be an integer >= {minimum} or 'auto'")
+
+    return AfterValidator(check)
 
 
 class Section(BaseModel):
@@ -104,7 +116,7 @@ class DataSection(Section):
     seed: int
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
-    num_workers: int = Field(ge=0)
+    num_workers: Annotated[Any, count_or_auto(0)]  # data.py: feed_workers
     task_params: dict[str, int]
 
 
@@ -163,14 +175,25 @@ class OpenSection(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
 
 
+# A run trains on one device: it claims its directory and writes its checkpoints and result.json
+# from one process, so Lightning's multi-process DDP (one process per device) is refused here.
+ONE_DEVICE = (
+    "a run trains on one device; to use several, run one job per device: a sweep "
+    "(-m seed=1,2,3, or launcher=slurm launcher.gpus=1 for one GPU per job)"
+)
+
+
 def device_choice(value: Any) -> Any:
-    """Lightning's `devices`: a count, a list of device indices, or "auto"."""
-    if value == "auto" or (type(value) is int and value >= 1):
+    """Lightning's `devices`: 1, or a list of one device index (which device to train on)."""
+    count = len(value) if isinstance(value, list) else value
+    if isinstance(value, list) and not all(type(i) is int and i >= 0 for i in value):
+        count = None
+    if count == 1 and type(count) is int:
         return value
-    if isinstance(value, list) and value and all(type(i) is int and i >= 0 for i in value):
-        return value
+    if count == "auto" or (type(count) is int and count > 1):
+        raise PydanticCustomError("devices", ONE_DEVICE)
     raise PydanticCustomError(
-        "devices", "Input should be a count >= 1, a list of device indices or 'auto'"
+        "devices", "Input should be a count >= 1 or a list of one device index"
     )
 
 
@@ -179,7 +202,7 @@ class TrainerSection(OpenSection):
 
     max_epochs: int = Field(ge=1)
     accelerator: Literal[ACCELERATORS] = "auto"
-    devices: Annotated[Any, AfterValidator(device_choice)] = "auto"
+    devices: Annotated[Any, AfterValidator(device_choice)] = 1
     log_every_n_steps: int = Field(default=50, ge=1)
     num_sanity_val_steps: int = Field(default=2, ge=-1)
     enable_progress_bar: bool = True
@@ -192,8 +215,13 @@ class StopWhenSolvedSection(Section):
     threshold: float = Field(ge=0, le=1)
 
 
+class StopOnDivergenceSection(Section):
+    every_n_updates: Annotated[Any, count_or_auto(1)]  # callbacks.StopOnDivergence
+
+
 class CallbacksSection(OpenSection):
     stop_when_solved: StopWhenSolvedSection
+    stop_on_divergence: StopOnDivergenceSection
 
 
 class TrainConfig(OpenSection):

@@ -5,14 +5,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.rundir import EVENTS
+from longterm.rundir import events_dir
 
 
 def accumulator(run_dir: str | Path):
-    """Every event under `<run_dir>/tb`, loaded in full (no sampling of long curves)."""
+    """Every event of a run (its event files, in the run directory), loaded in full (no sampling
+    of long curves)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(Path(run_dir) / EVENTS), size_guidance={"scalars": 0})
+    events = EventAccumulator(str(events_dir(run_dir)), size_guidance={"scalars": 0})
     events.Reload()
     return events
 

@@ -11,7 +11,7 @@ limit too, so "accuracy after the limit" is over the whole grid as well.
     python -m longterm.experiments.lr_race --sweep-dir outputs/table1 --T0 50 100 500 1000 \
         --seeds 1 2 3
 
-All jobs go through `src/train.py` into one sweep directory, named from their overrides as in any
+All jobs go through `src/train.py` into one sweep directory, named from their settings as in any
 multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
 off). Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
 `python -m longterm.analysis.collect` reads them.

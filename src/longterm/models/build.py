@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import nn
 
-from longterm.choices import ATTENTION_MODELS, PER_STEP_MODELS, impl_error
+from longterm.choices import ATTENTION_MODELS, PER_STEP_MODELS, built_impl, impl_error
 from longterm.models.feedback import FeedbackEncoder
 from longterm.models.feedforward import FusedSequenceModel, StepEncoder
 from longterm.models.head import MLPHead
@@ -67,11 +67,15 @@ def sequence_model(
 
     `impl`: `reference` runs the modules as written; `fused` (the feedforward model with attention
     or mean pooling) computes the same function as FusedSequenceModel, the encoder and the pooling
-    in one streaming pass (models/fused.py), with the same parameters."""
-    error = impl_error(name, impl, getattr(readout, "name", type(readout).__name__))
+    in one streaming pass (models/fused.py), with the same parameters; `auto` is `fused` where
+    fused can build the model and `reference` elsewhere (choices.built_impl), and off the CPU
+    runs the fused pass with the fewest ops that fit memory (models/fused.py: plan)."""
+    pool = getattr(readout, "name", type(readout).__name__)
+    error = impl_error(name, impl, pool)
     if error:
         raise ValueError(error)
     enc = encoder(name, in_features, dim, negative_slope, init, **own)
     head = MLPHead(dim, hidden, out_features, negative_slope, init)
-    model = FusedSequenceModel if impl == "fused" else SequenceModel
-    return model(enc, readout, head)
+    if built_impl(name, impl, pool) == "fused":
+        return FusedSequenceModel(enc, readout, head, impl)
+    return SequenceModel(enc, readout, head)

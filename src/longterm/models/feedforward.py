@@ -9,7 +9,7 @@ with attention pooling and 10,501 with mean pooling.
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.fused import encode_pool
+from longterm.models.fused import encode_pool, plan
 from longterm.models.init import init_linear_
 from longterm.models.sequence import SequenceModel
 from longterm.pooling import AttentionPooling
@@ -31,12 +31,23 @@ class StepEncoder(nn.Module):
 
 class FusedSequenceModel(SequenceModel):
     """The parameters of SequenceModel(StepEncoder, pooling, head), with the encoder and the
-    pooling computed in one streaming pass that never stores the states (models/fused.py).
-    Its state dict is the reference model's, so checkpoints load into either."""
+    pooling computed in one pass (models/fused.py). `impl` (model.impl: auto or fused) is how it
+    runs on each device, decided at every forward by models/fused.py's `plan` (the model is built
+    on the CPU and moved later), which may also run the modules as written. Its state dict is the
+    reference model's, so checkpoints load into either."""
+
+    def __init__(self, encoder: nn.Module, readout: nn.Module, head: nn.Module, impl: str = "auto"):
+        super().__init__(encoder, readout, head)
+        self.impl = impl
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         enc, pool = self.encoder, self.readout
+        attention = isinstance(pool, AttentionPooling)
+        backend, chunk = plan(self.impl, x, enc.proj.out_features, attention)
+        if backend == "reference":
+            return super().forward(x, mask)
         keep = mask if pool.mask_padding else None
-        score = (pool.score.weight, pool.score.bias) if isinstance(pool, AttentionPooling) else ()
-        c = encode_pool(x, keep, enc.proj.weight, enc.proj.bias, enc.negative_slope, *score)
+        score = (pool.score.weight, pool.score.bias) if attention else ()
+        W, b, slope = enc.proj.weight, enc.proj.bias, enc.negative_slope
+        c = encode_pool(x, keep, W, b, slope, *score, backend=backend, chunk=chunk)
         return self.head(c)

@@ -1,18 +1,39 @@
-"""The paper's per-step layer and pooling in one streaming pass (Raffel & Ellis 2015, §2.2).
+"""The paper's per-step layer and pooling in one pass (Raffel & Ellis 2015, §2.2).
 
     h_t = LReLU(W x_t + b);  e_t = tanh(w . h_t + b_w);  c = sum_t softmax(e)_t h_t   [eq. 1]
     or c = mean_t h_t                                                                   [eq. 2]
 
-`encode_pool` computes c (B, D) from x (B, T, F) without keeping the states h (B, T, D): the time
-axis is walked with an online (running-max) softmax that carries O(B D) from step to step, and the
-backward pass recomputes the states instead of storing them. What is kept for the backward is the
-input and one score per step, O(B T (F + 1)), against several (B, T, D) tensors for the readable
-path (StepEncoder + pooling.py), which stays the reference these kernels are tested against.
+`encode_pool` computes c (B, D) from x (B, T, F), walking the time axis in steps or chunks with a
+softmax that carries O(B D) from one to the next. The score is bounded (tanh, or 0 for the mean),
+so exp(e_t) cannot overflow and no running maximum is needed off the CPU. What the backward pass
+needs is the input, the pooling weight alpha_t and, for attention, alpha_t (1 - e_t^2) per step,
+O(B T (F + 2)); the states h are recomputed, except in a single chunk, where they are kept. The
+readable path (StepEncoder + pooling.py) keeps several (B, T, D) tensors and stays the reference
+these kernels are tested against.
 
 Two backends compute the same function:
 - `cpu`: compiled per-sequence loops (models/fused_cpu.py), for CPU tensors;
-- `chunked`: PyTorch ops over chunks of `chunk` steps, for any device (CUDA among them).
+- `chunked`: whole-tensor PyTorch ops over chunks of `chunk` steps, for any device (CUDA among
+  them); a chunk of T steps or more is one pass with no loop over time.
+
+`plan` is the one rule that picks the backend and the chunk per device, at forward time (a model
+is built on the CPU and moved later):
+- on the CPU, the compiled kernels, whatever `model.impl` says: the fewest ops and the least
+  memory there;
+- elsewhere (CUDA, or PyTorch's `meta` device that counts ops), `model.impl=auto`: the fewest ops
+  per update that fits memory, with no loop over time while the states (B, T, D) fit CHUNK_BYTES
+  (at every length of the paper: 100 x 11000 x 100 float32 is 0.44 GB). Attention: the whole
+  sequence as one chunk, which issues fewer aten ops per update than the reference
+  (models/ops.py counts them; tests/test_ops.py) and keeps one (B, T, D) tensor for the backward
+  pass where the reference keeps several. The mean: the reference itself (`reference`), whose
+  mean is cheaper still and keeps one (B, T, D) tensor too. States beyond CHUNK_BYTES: the fewest
+  equal chunks that fit. The op count is the same at every T below that size;
+- elsewhere, `model.impl=fused`: chunks of STREAM_CHUNK steps, the least memory at any T
+  (O(B STREAM_CHUNK D)), at the price of ops that grow with T.
 """
+
+import math
+from functools import reduce
 
 import torch
 from torch import Tensor
@@ -20,46 +41,101 @@ from torch.nn import functional as F
 
 from longterm.models import fused_cpu
 
+STREAM_CHUNK = 64  # steps per chunk of model.impl=fused off the CPU
+CHUNK_BYTES = 2**30  # the largest (B, chunk, D) tensor of model.impl=auto off the CPU (1 GiB)
+
+
+def plan(impl: str, x: Tensor, D: int, attention: bool) -> tuple[str, int]:
+    """How the feedforward model runs on x (B, T, F) with states of width D under `impl`
+    (model.impl: auto or fused) and attention or mean pooling: a backend of `encode_pool` (cpu or
+    chunked) and its chunk length, or `reference` (StepEncoder + pooling.py as written). The
+    module docstring gives the rule."""
+    if x.device.type == "cpu":
+        return "cpu", STREAM_CHUNK
+    if impl == "fused":
+        return "chunked", STREAM_CHUNK
+    B, T, _ = x.shape
+    chunks = math.ceil(B * T * D * x.element_size() / CHUNK_BYTES)
+    if chunks <= 1:
+        return ("chunked", T) if attention else ("reference", T)
+    return "chunked", math.ceil(T / chunks)
+
+
+def pieces(t: Tensor | None, chunk: int, n: int = 1) -> tuple:
+    """t (B, T, ...) in chunks of `chunk` steps (views); t itself when one chunk holds it; None
+    as n Nones."""
+    if t is None:
+        return (None,) * n
+    return (t,) if chunk >= t.shape[1] else t.split(chunk, dim=1)
+
+
+def chunk_forward(x, keep, W, b, slope, w, bw, attention):
+    """One chunk of t steps: sum_t p_t h_t (B, D), the scores e (B, t) (None for the mean) and
+    p (B, t), where p_t = exp(e_t) on kept steps (keep None: every step) and 0 elsewhere. The
+    score is bounded (tanh, or 0 for the mean), so exp needs no running maximum and the chunks'
+    sums add up directly."""
+    h = F.leaky_relu(F.linear(x, W, b), slope)
+    if attention:
+        e = torch.tanh(F.linear(h, w.unsqueeze(0), bw).squeeze(-1))
+        p = torch.exp(e) if keep is None else torch.exp(e) * keep
+    else:
+        e = None
+        p = x.new_ones(x.shape[:2]) if keep is None else keep.to(x.dtype)
+    return torch.bmm(p.unsqueeze(1), h).squeeze(1), e, p, h
+
 
 def chunked_forward(x, keep, W, b, slope, w, bw, attention, chunk):
-    """c (B, D), scores e (B, T), running max m (B,), softmax denominator s (B,)."""
-    B, T, _ = x.shape
-    c = x.new_zeros(B, W.shape[0])
-    e = x.new_zeros(B, T)
-    m = x.new_full((B,), float("-inf"))
-    s = x.new_zeros(B)
-    for t0 in range(0, T, chunk):
-        h = F.leaky_relu(F.linear(x[:, t0 : t0 + chunk], W, b), slope)
-        if attention:
-            e[:, t0 : t0 + chunk] = torch.tanh(h @ w + bw)
-        ec = e[:, t0 : t0 + chunk].masked_fill(~keep[:, t0 : t0 + chunk], float("-inf"))
-        m_new = torch.maximum(m, ec.amax(dim=1))
-        r = torch.exp(m - m_new).nan_to_num(0.0)  # 0 while nothing has been kept
-        p = torch.exp(ec - m_new.unsqueeze(1)).nan_to_num(0.0)
-        c = c * r.unsqueeze(1) + torch.einsum("bt,btd->bd", p, h)
-        s, m = s * r + p.sum(dim=1), m_new
-    return c / s.unsqueeze(1), e, m, s
+    """c (B, D), scores e (B, T) (None for the mean), pooling weights alpha (B, T), and the
+    states h (B, T, D) when one chunk holds the whole sequence (kept for the backward pass, which
+    then recomputes nothing; no larger than a chunk's temporaries), else None."""
+    xs = pieces(x, chunk)
+    parts = [
+        chunk_forward(xc, kc, W, b, slope, w, bw, attention)
+        for xc, kc in zip(xs, pieces(keep, chunk, len(xs)), strict=True)
+    ]
+    pooled, scores, weights, states = zip(*parts, strict=True)
+    if len(parts) == 1:
+        (p,), (e,), (h,) = weights, scores, states
+    else:
+        p, h = torch.cat(weights, dim=1), None
+        e = torch.cat(scores, dim=1) if attention else None
+    s = p.sum(dim=1, keepdim=True)
+    return reduce(torch.add, pooled) / s, e, p / s, h
 
 
-def chunked_backward(g, x, keep, W, b, slope, w, c, alpha, q, attention, chunk):
-    """Gradients for x, W (D, F), b, w, b_w, recomputing each chunk's states (see fused_cpu)."""
-    gc = (g * c).sum(dim=1, keepdim=True)
-    dx = torch.zeros_like(x)
-    dW, db, dw, dbw = torch.zeros_like(W), torch.zeros_like(b), torch.zeros_like(w), 0.0
-    for t0 in range(0, x.shape[1], chunk):
-        xc, a, dz = x[:, t0 : t0 + chunk], alpha[:, t0 : t0 + chunk], q[:, t0 : t0 + chunk]
-        u = F.linear(xc, W, b)
-        h = F.leaky_relu(u, slope)
-        if attention:
-            dz = dz * ((h @ g.unsqueeze(-1)).squeeze(-1) - gc)
-            dw += torch.einsum("bt,btd->d", dz, h)
-            dbw += dz.sum()
-        dh = a.unsqueeze(-1) * g.unsqueeze(1) + dz.unsqueeze(-1) * w
-        du = torch.where(u > 0, dh, slope * dh)
-        dW += torch.einsum("btd,btf->df", du, xc)
-        db += du.sum(dim=(0, 1))
-        dx[:, t0 : t0 + chunk] = du @ W
-    return dx, dW, db, dw, dbw
+def chunk_backward(g, gc, x, W, b, slope, w, alpha, q, need_dx, h=None):
+    """Gradients of sum(g * c) from one chunk, for x (or None), W, b, and w and b_w (None for the
+    mean, q None), from its states h (recomputed when None): dc/dh_t = alpha_t g, and for
+    attention dL/dz_t = q_t (g . h_t - g . c) for the score's pre-activation z_t = w . h_t + b_w."""
+    if h is None:
+        h = F.leaky_relu(F.linear(x, W, b), slope)
+    dh = alpha.unsqueeze(-1) * g.unsqueeze(1)
+    dw = dbw = None
+    if q is not None:
+        dz = q * (torch.bmm(h, g.unsqueeze(-1)).squeeze(-1) - gc)
+        dh = torch.addcmul(dh, dz.unsqueeze(-1), w)
+        dw, dbw = dz.flatten() @ h.flatten(0, 1), dz.sum().reshape(1)
+    # dh where h > 0, else slope dh (h > 0 exactly where W x + b > 0, since slope >= 0)
+    du = torch.ops.aten.leaky_relu_backward(dh, h, slope, True)
+    dW = du.flatten(0, 1).t() @ x.flatten(0, 1)
+    dx = du @ W if need_dx else None
+    return dx, dW, du.sum(dim=(0, 1)), dw, dbw
+
+
+def chunked_backward(g, x, W, b, slope, w, c, alpha, q, h, chunk, need_dx):
+    """Gradients for x (or None), W (D, F), b, and w and b_w (None for the mean), chunk by chunk
+    (from the states h when the forward pass kept them)."""
+    gc = None if q is None else (g * c).sum(dim=1, keepdim=True)
+    if h is not None:
+        return chunk_backward(g, gc, x, W, b, slope, w, alpha, q, need_dx, h)
+    xs = pieces(x, chunk)
+    parts = [
+        chunk_backward(g, gc, xc, W, b, slope, w, ac, qc, need_dx)
+        for xc, ac, qc in zip(xs, pieces(alpha, chunk), pieces(q, chunk, len(xs)), strict=True)
+    ]
+    dx, *params = zip(*parts, strict=True)
+    dx = None if not need_dx else dx[0] if len(parts) == 1 else torch.cat(dx, dim=1)
+    return (dx, *(None if d[0] is None else reduce(torch.add, d) for d in params))
 
 
 def arrays(*tensors: Tensor):
@@ -67,43 +143,54 @@ def arrays(*tensors: Tensor):
     return tuple(t.detach().numpy() for t in tensors)
 
 
+def cpu_forward(x, keep, W, b, slope, w, bw, attention):
+    """c (B, D), scores e (B, T) and pooling weights alpha (B, T) from the compiled kernels."""
+    xa, ka, Wa, ba, wa = arrays(x, keep, W.t().flatten(), b, w)
+    kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
+    outputs = kernels.forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
+    c, e, m, s = (torch.from_numpy(a) for a in outputs)
+    return c, e, torch.exp(e - m.unsqueeze(1)) / s.unsqueeze(1) * keep
+
+
+def cpu_backward(g, x, keep, W, b, slope, w, c, alpha, q, need_dx):
+    """Gradients for x (zeros unless need_dx), W, b, w and b_w from the compiled kernels."""
+    attention = q is not None
+    q = q if attention else torch.zeros_like(alpha)  # the mean: w = 0, no score
+    args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
+    kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
+    outputs = kernels.backward(*args[:5], slope, *args[5:], attention, need_dx)
+    dx, dWt, db, dw, dbw = (torch.as_tensor(a) for a in outputs)
+    dW = dWt.view(W.shape[1], W.shape[0]).t()
+    return dx, dW, db, dw, torch.as_tensor(dbw, dtype=x.dtype).reshape(1)
+
+
 class EncodePool(torch.autograd.Function):
     """c (B, D) from x (B, T, F); see the module docstring. Gradients for x and every parameter."""
 
     @staticmethod
     def forward(ctx, x, keep, W, b, w, bw, slope, attention, backend, chunk):
+        h = None
         if backend == "cpu":
-            xa, ka, Wa, ba, wa = arrays(x, keep, W.t().flatten(), b, w)
-            kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
-            outputs = kernels.forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
-            c, e, m, s = (torch.from_numpy(a) for a in outputs)
+            keep = torch.ones(x.shape[:2], dtype=torch.bool) if keep is None else keep
+            c, e, alpha = cpu_forward(x, keep, W, b, slope, w, bw, attention)
         else:
-            c, e, m, s = chunked_forward(x, keep, W, b, slope, w, bw, attention, chunk)
-        ctx.save_for_backward(x, keep, W, b, w, c, e, m, s)
-        ctx.config = slope, attention, backend, chunk
+            c, e, alpha, h = chunked_forward(x, keep, W, b, slope, w, bw, attention, chunk)
+        # For attention, the dalpha-to-dz factor alpha (1 - e^2): the backward needs no e.
+        q = alpha * (1 - e * e) if attention else None
+        ctx.save_for_backward(x, keep, W, b, w, c, alpha, q, h)
+        ctx.config = slope, backend, chunk
         return c
 
     @staticmethod
     def backward(ctx, g):
-        x, keep, W, b, w, c, e, m, s = ctx.saved_tensors
-        slope, attention, backend, chunk = ctx.config
-        # The pooling weights, and for attention dalpha-to-dz factor alpha (1 - e^2): whole (B, T)
-        # tensor ops, so the kernels need no exp or tanh.
-        alpha = torch.exp(e - m.unsqueeze(1)) / s.unsqueeze(1) * keep
-        q = alpha * (1 - e * e) if attention else torch.zeros_like(alpha)
+        x, keep, W, b, w, c, alpha, q, h = ctx.saved_tensors
+        slope, backend, chunk = ctx.config
+        need_dx = ctx.needs_input_grad[0]
         if backend == "cpu":
-            args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
-            need_dx = ctx.needs_input_grad[0]
-            kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
-            outputs = kernels.backward(*args[:5], slope, *args[5:], attention, need_dx)
-            grads = (torch.as_tensor(a) for a in outputs)
-            dx, dWt, db, dw, dbw = grads
-            dW = dWt.view(W.shape[1], W.shape[0]).t()
+            grads = cpu_backward(g, x, keep, W, b, slope, w, c, alpha, q, need_dx)
         else:
-            dx, dW, db, dw, dbw = chunked_backward(
-                g, x, keep, W, b, slope, w, c, alpha, q, attention, chunk
-            )
-        dbw = torch.as_tensor(dbw, dtype=x.dtype, device=x.device).reshape(1)
+            grads = chunked_backward(g, x, W, b, slope, w, c, alpha, q, h, chunk, need_dx)
+        dx, dW, db, dw, dbw = grads
         return dx, None, dW, db, dw, dbw, None, None, None, None
 
 
@@ -116,17 +203,17 @@ def encode_pool(
     w: Tensor | None = None,
     bw: Tensor | None = None,
     backend: str = "auto",
-    chunk: int = 64,
+    chunk: int = STREAM_CHUNK,
 ) -> Tensor:
     """x (B, T, F), keep (B, T) bool or None (every step counts), W (D, F), b (D,), and w (D,) or
     (1, D) and b_w (1,) for attention or None for the mean -> c (B, D).
-    `backend`: auto (cpu for CPU tensors, else chunked) | cpu | chunked."""
+    `backend`: cpu | chunked (in chunks of `chunk` steps) | auto (cpu for CPU tensors, else
+    chunked); models/feedforward.py asks `plan` for both."""
     attention = w is not None
     if backend == "auto":
         backend = "cpu" if x.device.type == "cpu" else "chunked"
-    if keep is None:
-        keep = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
     if not attention:  # the mean has no score; zeros keep one signature for the kernels
         w, bw = W.new_zeros(W.shape[0]), W.new_zeros(1)
-    args = (x.contiguous(), keep.contiguous(), W, b, w.reshape(-1), bw.reshape(1))
+    keep = None if keep is None else keep.contiguous()
+    args = (x.contiguous(), keep, W, b, w.reshape(-1), bw.reshape(1))
     return EncodePool.apply(*args, slope, attention, backend, chunk)

@@ -1,0 +1,213 @@
+"""What TensorBoard's HPARAMS tab shows of a run, written with TensorBoard's own protos (the
+plugin's `summary` module needs TensorFlow; torch's `hparams()` takes its schema from one run and
+marks no column as differing).
+
+- The experiment: one fixed schema in every run (`SCHEMA`), every key `run.run_params` can give;
+  each string key has its allowed values as a discrete domain, so `pool=mean` can be ticked as a
+  filter. `differs` is set on task, pool, model, T0 and lr (`COLUMNS`): TensorBoard lists the
+  differing hyperparameters first, so the table opens on them.
+- The session start, the run's settings: written once per run; a resumed run finds it on disk.
+- At the end, in an event file of its own: the verdict scalars (`METRICS`), which every finished
+  run has (parallel coordinates draw only the runs that have every ticked metric; `val/acc` is
+  missing from a run that diverged before its first validation), and the session end with the
+  real status: solved and max_epochs are a success, diverged and failed a failure. An
+  interrupted run writes neither: the same command resumes it.
+"""
+
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import struct_pb2
+from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.compat.proto.summary_pb2 import Summary
+from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+from longterm.choices import ATTENTION_MODELS, LENGTHS, LOSSES, PER_STEP_MODELS, POOLS, TASKS
+from longterm.rundir import event_files
+
+DATA = ("fixed", "variable")  # data.name, conf/data/*.yaml
+# Every key of run.run_params: a string key's allowed values, or the type of its value.
+SCHEMA: dict[str, tuple[str, ...] | type] = {
+    "task": TASKS,
+    "pool": POOLS,
+    "model": (*PER_STEP_MODELS, *ATTENTION_MODELS),
+    "data": DATA,
+    "loss": LOSSES,
+    "lengths": LENGTHS,  # data=fixed
+    "mask_padding": bool,
+    "T0": float,
+    "lr": float,
+    "seed": float,
+    "batch_size": float,
+    "max_epochs": float,
+    "min_length": float,  # data=variable
+    "max_length": float,  # data=variable
+    "k": float,  # task.params.k, associative_recall
+}
+COLUMNS = ("task", "pool", "model", "T0", "lr")  # marked as differing: the table's first columns
+# Logged by every finished run at its last update; the HPARAMS metrics.
+METRICS = {
+    "verdict/solved": "1 if val/acc reached the stop threshold, else 0",
+    "verdict/best_acc": "the best val/acc (0 if the run never measured one)",
+    "verdict/epochs": "epochs trained",
+}
+SUCCESS = ("solved", "max_epochs")  # the other final statuses, diverged and failed, are failures
+RECORDS = (
+    metadata.EXPERIMENT_TAG,
+    metadata.SESSION_START_INFO_TAG,
+    metadata.SESSION_END_INFO_TAG,
+)
+FILE_VERSION = "brain.Event:2"
+
+
+def summary(tag: str, data: plugin_data_pb2.HParamsPluginData) -> Summary:
+    """One HPARAMS record, as TensorBoard's own summary ops write it."""
+    value = Summary.Value(
+        tag=tag, metadata=metadata.create_summary_metadata(data), tensor=metadata.NULL_TENSOR
+    )
+    return Summary(value=[value])
+
+
+def hparam_info(name: str, kind: tuple[str, ...] | type) -> api_pb2.HParamInfo:
+    info = api_pb2.HParamInfo(name=name, differs=name in COLUMNS)
+    if kind is bool:
+        info.type = api_pb2.DATA_TYPE_BOOL
+        info.domain_discrete.values.extend(struct_pb2.Value(bool_value=b) for b in (False, True))
+    elif kind is float:
+        info.type = api_pb2.DATA_TYPE_FLOAT64
+    else:
+        info.type = api_pb2.DATA_TYPE_STRING
+        info.domain_discrete.values.extend(struct_pb2.Value(string_value=s) for s in kind)
+    return info
+
+
+def experiment() -> Summary:
+    """The schema of the HPARAMS table: hyperparameters and metrics."""
+    metrics = [
+        api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag), description=text)
+        for tag, text in METRICS.items()
+    ]
+    infos = [hparam_info(name, kind) for name, kind in SCHEMA.items()]
+    exp = api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics)
+    return summary(metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=exp))
+
+
+def start_info(params: Mapping[str, Any]) -> plugin_data_pb2.SessionStartInfo:
+    info = plugin_data_pb2.SessionStartInfo(start_time_secs=time.time())
+    for key, value in params.items():
+        if isinstance(value, bool):
+            info.hparams[key].bool_value = value
+        elif isinstance(value, int | float):
+            info.hparams[key].number_value = value
+        elif value is not None:
+            info.hparams[key].string_value = str(value)
+    return info
+
+
+def session_start(params: Mapping[str, Any]) -> Summary:
+    data = plugin_data_pb2.HParamsPluginData(session_start_info=start_info(params))
+    return summary(metadata.SESSION_START_INFO_TAG, data)
+
+
+def session_end(status: str) -> Summary:
+    code = api_pb2.STATUS_SUCCESS if status in SUCCESS else api_pb2.STATUS_FAILURE
+    info = plugin_data_pb2.SessionEndInfo(status=code, end_time_secs=time.time())
+    data = plugin_data_pb2.HParamsPluginData(session_end_info=info)
+    return summary(metadata.SESSION_END_INFO_TAG, data)
+
+
+def verdict(result: Mapping[str, Any]) -> dict[str, float]:
+    """The METRICS of a finished run, from its result record."""
+    best = result["best_acc"]
+    return {
+        "verdict/solved": float(result["status"] == "solved"),
+        "verdict/best_acc": best if best is not None and math.isfinite(best) else 0.0,
+        "verdict/epochs": float(result["epochs"]),
+    }
+
+
+def events(path: Path) -> Iterator[tuple[bytes, Event]]:
+    """Every event in one event file, serialised and parsed."""
+    for record in RawEventFileLoader(str(path)).Load():
+        yield record, Event.FromString(record)
+
+
+def record_tags(event: Event) -> set[str]:
+    return {v.tag for v in event.summary.value if v.tag in RECORDS}
+
+
+def records(run_dir: Path) -> dict[str, list[bytes]]:
+    """The HPARAMS records in a run's event files: each tag's plugin contents, oldest first."""
+    found: dict[str, list[bytes]] = {}
+    for path in event_files(run_dir):
+        for _, event in events(path):
+            for value in event.summary.value:
+                if value.tag in RECORDS:
+                    found.setdefault(value.tag, []).append(value.metadata.plugin_data.content)
+    return found
+
+
+def write_file(path: Path, serialised: list[bytes]) -> None:
+    """An event file with these events, in place at once (renamed over `path`)."""
+    partial = path.with_name("." + path.name.replace("tfevents", "partial"))
+    with open(partial, "wb") as f:
+        writer = RecordWriter(f)
+        for record in serialised:
+            writer.write(record)
+    os.replace(partial, path)
+
+
+def forget_session(run_dir: Path) -> None:
+    """Remove the HPARAMS records from a run's event files; every other event stays."""
+    for path in event_files(run_dir):
+        parsed = list(events(path))
+        if any(record_tags(event) for _, event in parsed):
+            write_file(path, [record for record, event in parsed if not record_tags(event)])
+
+
+def open_session(
+    run_dir: Path, add_summary: Callable[[Summary], None], params: Mapping[str, Any]
+) -> None:
+    """Write the experiment and the session start through `add_summary` (the run's own event
+    writer), unless `run_dir`'s event files hold exactly this run's start record already.
+
+    A resumed run finds the start record of its first process and writes none, so the run keeps
+    one. A session end left by an earlier process (a failed run rerun; a finished run continued
+    to a larger epoch limit, longterm.continue_run), or a start record of other settings, is
+    removed first, and the start is written again.
+    """
+    found = records(run_dir)
+    starts = found.get(metadata.SESSION_START_INFO_TAG, [])
+    wanted = dict(start_info(params).hparams)
+    same = len(starts) == 1 and (
+        dict(metadata.parse_session_start_info_plugin_data(starts[0]).hparams) == wanted
+    )
+    if same and metadata.SESSION_END_INFO_TAG not in found:
+        return
+    if found:
+        forget_session(run_dir)
+    add_summary(experiment())
+    add_summary(session_start(params))
+
+
+def close_session(run_dir: Path, result: Mapping[str, Any]) -> Path:
+    """Write the verdict scalars and the session end at the run's last update, in a new event
+    file named to sort after the run's others (TensorBoard reads a run's files in name order)."""
+    now, step = time.time(), result["updates"]
+    scalars = [
+        Summary(value=[Summary.Value(tag=t, simple_value=v)]) for t, v in verdict(result).items()
+    ]
+    written = [Event(wall_time=now, file_version=FILE_VERSION)] + [
+        Event(wall_time=now, step=step, summary=s)
+        for s in (*scalars, session_end(result["status"]))
+    ]
+    name = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}.end"
+    write_file(run_dir / name, [e.SerializeToString() for e in written])
+    return run_dir / name

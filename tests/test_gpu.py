@@ -1,0 +1,56 @@
+"""Every implementation of the paper's model against the reference on CUDA (`make gpu-check`;
+`pytest -m gpu`). Skipped without CUDA; the default run leaves them out (pyproject.toml)."""
+
+import pytest
+import torch
+from conftest import composed
+
+from longterm.batches import FixedLengthBatches, batch_rng
+from longterm.models import fused
+from longterm.run import build_model
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+DEVICE = "cuda"
+# float32, T = 1000..1100 steps summed in different orders (tests/test_fused.py has the same).
+F32 = dict(rtol=1e-4, atol=1e-5)
+# model.impl, and CHUNK_BYTES to force auto's fallback to several chunks (states of 100 x 1100 x
+# 100 float32 are 44 MB: 4 MB gives 11 chunks).
+IMPLS = {"auto": None, "fused": None, "auto in chunks": 4 * 2**20}
+
+
+def update(net: torch.nn.Module, batch: tuple) -> tuple[torch.Tensor, dict]:
+    """The output and every parameter's gradient of one forward and backward on `batch`."""
+    x, y, mask = batch
+    out = net(x, mask).squeeze(-1)
+    torch.nn.functional.mse_loss(out, y).backward()
+    return out.detach(), {n: p.grad for n, p in net.named_parameters()}
+
+
+@pytest.mark.parametrize("impl", list(IMPLS))
+@pytest.mark.parametrize("pool", ["attention", "mean"])
+@pytest.mark.parametrize("mask_padding", [False, True])
+def test_every_implementation_agrees_with_the_reference(impl, pool, mask_padding, monkeypatch):
+    """At T0 = 1000 on the paper's data: outputs and gradients within float32 rounding."""
+    if IMPLS[impl] is not None:
+        monkeypatch.setattr(fused, "CHUNK_BYTES", IMPLS[impl])
+    overrides = ["T0=1000", f"pool={pool}", f"pool.mask_padding={mask_padding}"]
+    torch.manual_seed(0)
+    reference = build_model(composed(*overrides, "model.impl=reference")).net.to(DEVICE)
+    model = build_model(composed(*overrides, f"model.impl={impl.split()[0]}")).net
+    model.load_state_dict(reference.state_dict())
+    model.to(DEVICE)
+    batch = FixedLengthBatches("addition", 1000, 100)(batch_rng(0, 0, 0, 0))
+    batch = tuple(t.to(DEVICE) for t in batch)
+    (ref_out, ref_grads), (out, grads) = update(reference, batch), update(model, batch)
+    torch.testing.assert_close(out, ref_out, **F32)
+    assert grads.keys() == ref_grads.keys()
+    for name, g in ref_grads.items():
+        torch.testing.assert_close(grads[name], g, **F32, msg=name)
+
+
+def test_the_plan_on_cuda_has_no_loop_over_time():
+    x = torch.empty(100, 11000, 2, device=DEVICE)
+    assert fused.plan("auto", x, 100, True) == ("chunked", 11000)

@@ -1,0 +1,257 @@
+"""What TensorBoard shows of a sweep, read back from the event files by TensorBoard itself: the
+hparams plugin's own handlers (what the HPARAMS tab asks for) and its EventAccumulator. The
+table's default columns, its filters, every run with every metric and its real status, the run
+directory names, and the groups the Scalars tab opens on."""
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FOUR_STEPS, composed, quick, read_json, train_py
+from google.protobuf import struct_pb2
+from omegaconf import OmegaConf, open_dict
+from tensorboard import context
+from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+from tensorboard.compat.proto.event_pb2 import Event
+from tensorboard.plugins import base_plugin
+from tensorboard.plugins.hparams import (
+    api_pb2,
+    backend_context,
+    get_experiment,
+    list_session_groups,
+    metadata,
+)
+
+from longterm import naming
+from longterm.analysis.events import scalars
+from longterm.choices import ATTENTION_MODELS, LENGTHS, LOSSES, PER_STEP_MODELS, POOLS, TASKS
+from longterm.hparams import (
+    FILE_VERSION,
+    SCHEMA,
+    close_session,
+    experiment,
+    open_session,
+    records,
+    session_end,
+    session_start,
+    write_file,
+)
+
+# Four jobs: solved at once (threshold 0), unsolved after one epoch, and two that diverge.
+SETTINGS = quick("trainer.max_epochs=1", base=FOUR_STEPS)
+SWEEP = ["-m", "lr=1e-3,1e30", "callbacks.stop_when_solved.threshold=0.0,1.0", *SETTINGS]
+REST = (
+    "data.batches_per_epoch=4,data.val_size=100,model.impl=reference,"
+    "trainer.log_every_n_steps=1,trainer.max_epochs=1"
+)
+NAMES = {  # (lr, threshold) -> directory
+    (lr, t): f"addition-attention-T50-lr{short}-s0,callbacks.stop_when_solved.threshold={t},{REST}"
+    for lr, short in ((1e-3, "1e-3"), (1e30, "1e30"))
+    for t in (0.0, 1.0)
+}
+STATUS = {  # (lr, threshold) -> (result status, HPARAMS session status)
+    (1e-3, 0.0): ("solved", api_pb2.STATUS_SUCCESS),
+    (1e-3, 1.0): ("max_epochs", api_pb2.STATUS_SUCCESS),
+    (1e30, 0.0): ("diverged", api_pb2.STATUS_FAILURE),
+    (1e30, 1.0): ("diverged", api_pb2.STATUS_FAILURE),
+}
+METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
+ALL_STATUSES = [
+    api_pb2.STATUS_UNKNOWN,
+    api_pb2.STATUS_SUCCESS,
+    api_pb2.STATUS_FAILURE,
+    api_pb2.STATUS_RUNNING,
+]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    sweep_dir = tmp_path_factory.mktemp("tensorboard") / "sweep"
+    out = train_py(*SWEEP, f"hydra.sweep.dir={sweep_dir}")
+    assert out.returncode == 0, out.stderr
+    return sweep_dir
+
+
+@pytest.fixture(scope="module")
+def board(sweep):
+    """The hparams plugin's backend over the sweep, as `tensorboard --logdir <sweep>` builds it."""
+    mux = plugin_event_multiplexer.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(sweep))
+    mux.Reload()
+    provider = data_provider.MultiplexerDataProvider(mux, str(sweep))
+    tb_context = base_plugin.TBContext(data_provider=provider, multiplexer=mux, logdir=str(sweep))
+    return backend_context.Context(tb_context), context.RequestContext()
+
+
+def get_experiment_of(board) -> api_pb2.Experiment:
+    backend, request = board
+    return get_experiment.Handler(request, backend, "", api_pb2.GetExperimentRequest()).run()
+
+
+def sessions(board, *col_params: api_pb2.ColParams) -> dict[str, api_pb2.Session]:
+    """The HPARAMS table's rows (every status), by run name."""
+    backend, request = board
+    query = api_pb2.ListSessionGroupsRequest(
+        allowed_statuses=ALL_STATUSES, col_params=col_params, start_index=0, slice_size=100
+    )
+    groups = list_session_groups.Handler(request, backend, "", query).run().session_groups
+    return {s.name: s for g in groups for s in g.sessions}
+
+
+def test_the_table_opens_on_the_columns_that_matter(board):
+    """TensorBoard sorts the hyperparameters that differ first, then by name; the rest follow."""
+    infos = get_experiment_of(board).hparam_infos
+    assert [h.name for h in infos[:5]] == ["T0", "lr", "model", "pool", "task"]
+    assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
+    assert [h.name for h in infos[5:]] == sorted(
+        ["batch_size", "data", "k", "lengths", "loss", "mask_padding"]
+        + ["max_epochs", "max_length", "min_length", "seed"]
+    )
+
+
+def test_every_string_key_has_its_allowed_values_to_filter_by(board):
+    infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
+    models = (*PER_STEP_MODELS, *ATTENTION_MODELS)
+    allowed = dict(task=TASKS, pool=POOLS, model=models, data=("fixed", "variable"))
+    allowed |= dict(loss=LOSSES, lengths=LENGTHS)
+    strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
+    assert strings == set(allowed)
+    for name, values in allowed.items():
+        assert [v.string_value for v in infos[name].domain_discrete.values] == list(values)
+    assert [v.bool_value for v in infos["mask_padding"].domain_discrete.values] == [False, True]
+
+    def pool_is(value: str) -> api_pb2.ColParams:
+        ticked = struct_pb2.ListValue(values=[struct_pb2.Value(string_value=value)])
+        return api_pb2.ColParams(hparam="pool", filter_discrete=ticked)
+
+    assert len(sessions(board, pool_is("attention"))) == 4 and not sessions(board, pool_is("mean"))
+
+
+def test_every_run_is_in_the_table_with_every_metric_and_its_status(board, sweep):
+    assert [m.name.tag for m in get_experiment_of(board).metric_infos] == METRICS
+    rows = sessions(board)
+    assert sorted(rows) == sorted(NAMES.values())
+    for key, name in NAMES.items():
+        result, row = read_json(sweep / name / "result.json"), rows[name]
+        assert (result["status"], row.status) == STATUS[key]
+        values = {m.name.tag: m.value for m in row.metric_values}
+        assert list(values) == METRICS
+        assert values["verdict/solved"] == (result["status"] == "solved")
+        assert values["verdict/best_acc"] == pytest.approx(result["best_acc"] or 0.0)
+        assert values["verdict/epochs"] == result["epochs"]
+        assert {m.training_step for m in row.metric_values} == {result["updates"]}
+
+
+def test_the_scalars_tab_opens_on_train_and_val(sweep):
+    tags = scalars(sweep / NAMES[1e-3, 1.0])
+    assert sorted(tags) == [
+        "train/loss",
+        "train/lr",
+        "val/acc",
+        "val/loss",
+        "verdict/best_acc",
+        "verdict/epochs",
+        "verdict/solved",
+    ]
+    assert tags["train/lr"] == [(0, pytest.approx(1e-3))]
+    assert "verdict/epoch_solved" in scalars(sweep / NAMES[1e-3, 0.0])
+
+
+def test_a_rerun_of_the_sweep_finds_every_job_in_its_directory(sweep):
+    before = sorted(p.name for p in sweep.iterdir())
+    out = train_py(*SWEEP, f"hydra.sweep.dir={sweep}")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in sweep.iterdir()) == before
+    for name in NAMES.values():
+        assert "not trained again" in (sweep / name / "train.log").read_text()
+
+
+def job_dir(*overrides: str, sweep_dir: Path | None = None) -> str:
+    """The directory name Hydra gives a sweep's job with these overrides."""
+    cfg = composed(*overrides, with_hydra=True)
+    if sweep_dir is not None:
+        with open_dict(cfg):
+            cfg.hydra.sweep.dir = str(sweep_dir)
+    return OmegaConf.select(cfg, "hydra.sweep.subdir")
+
+
+def test_names_put_the_settings_that_differ_first():
+    assert job_dir("seed=1", "lr=3e-3") == "addition-attention-T50-lr3e-3-s1"
+    assert job_dir("arch=lstm", "task=temporal_order", "T0=100", "trainer.max_epochs=20") == (
+        "temporal_order-lstm-last-T100-lr1e-3-s0,trainer.max_epochs=20"
+    )
+    assert job_dir("data=variable", "pool=mean", "T0=100", "launcher=submitit_local") == (
+        "addition-mean-var50-10000-lr1e-3-s0,T0=100"  # where a job runs is no part of its name
+    )
+    assert job_dir("task=associative_recall", "task.params.k=8", "model.impl=reference") == (
+        "associative_recall-attention-T50-lr1e-3-s0,model.impl=reference,task.params.k=8"
+    )
+    run_dir = OmegaConf.select(composed("lr=1e-2", with_hydra=True), "hydra.run.dir")
+    time = r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}"
+    assert re.fullmatch(f"outputs/runs/{time}-addition-attention-T50-lr1e-2-s0", run_dir)
+    assert [naming.number(x) for x in (1e-3, 3e-4, 1.5e-3, 1e30, 0.1)] == [
+        "1e-3",
+        "3e-4",
+        "1.5e-3",
+        "1e30",
+        "1e-1",
+    ]
+
+
+def test_names_stay_unique_and_short_enough():
+    """Overrides too long for a file name are replaced by a digest of them."""
+    names = [job_dir(f"callbacks.checkpoint.filename={'b' * 200}{end}") for end in "12"]
+    assert names[0] != names[1] and all(len(n) <= naming.MAX_NAME for n in names)
+    assert all(n.startswith("addition-attention-T50-lr1e-3-s0,overrides-") for n in names)
+
+
+def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
+    old = tmp_path / "lr=3e-3,seed=1"
+    old.mkdir()
+    assert job_dir("lr=3e-3", "seed=1", sweep_dir=tmp_path) == "lr=3e-3,seed=1"
+    assert job_dir("lr=3e-3", "seed=2", sweep_dir=tmp_path) == "addition-attention-T50-lr3e-3-s2"
+
+
+def test_the_schema_holds_every_key_a_run_can_have():
+    from longterm.run import run_params  # loads Lightning
+
+    configs = ([], ["data=variable"], ["task=associative_recall"])
+    assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
+
+
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        ("solved", api_pb2.STATUS_SUCCESS),
+        ("max_epochs", api_pb2.STATUS_SUCCESS),
+        ("diverged", api_pb2.STATUS_FAILURE),
+        ("failed", api_pb2.STATUS_FAILURE),
+    ],
+)
+def test_session_end_status(status, code):
+    content = session_end(status).value[0].metadata.plugin_data.content
+    assert metadata.parse_session_end_info_plugin_data(content).status == code
+
+
+def test_a_run_keeps_one_start_record_and_an_earlier_end_is_dropped(tmp_path):
+    """A resumed run writes no second start; a rerun after a failure, or with other settings,
+    drops the earlier records and writes its own."""
+    params = {"task": "addition", "lr": 1e-3, "max_epochs": 2}
+    first = Event(file_version=FILE_VERSION).SerializeToString()
+    written = [first] + [
+        Event(step=0, summary=s).SerializeToString() for s in (experiment(), session_start(params))
+    ]
+    write_file(tmp_path / "events.out.tfevents.1.host.1.0", written)
+    added = []
+    open_session(tmp_path, added.append, params)  # resumed: the start record is there
+    assert added == []
+    failed = {"status": "failed", "best_acc": None, "epochs": 1, "updates": 3}
+    close_session(tmp_path, failed)
+    assert len(records(tmp_path)[metadata.SESSION_END_INFO_TAG]) == 1
+    open_session(tmp_path, added.append, params)  # the rerun of a failed run
+    assert [s.value[0].tag for s in added] == [
+        metadata.EXPERIMENT_TAG,
+        metadata.SESSION_START_INFO_TAG,
+    ]
+    assert set(records(tmp_path)) == set()  # the failure is gone; the new records are `added`
+    assert scalars(tmp_path)["verdict/epochs"] == [(3, 1.0)]  # other events stay
