@@ -29,15 +29,14 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from longterm.choices import ATTENTION_MODELS, LENGTHS, LOSSES, PER_STEP_MODELS, POOLS, TASKS
+from longterm.choices import DATA, LENGTHS, LOSSES, MODELS, POOLS, TASKS
 from longterm.rundir import event_files
 
-DATA = ("fixed", "variable")  # data.name, conf/data/*.yaml
 # Every key of run.run_params: a string key's allowed values, or the type of its value.
 SCHEMA: dict[str, tuple[str, ...] | type] = {
     "task": TASKS,
     "pool": POOLS,
-    "model": (*PER_STEP_MODELS, *ATTENTION_MODELS),
+    "model": MODELS,
     "data": DATA,
     "loss": LOSSES,
     "lengths": LENGTHS,  # data=fixed

@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import nn
 
-from longterm.choices import ATTENTION_MODELS, PER_STEP_MODELS, built_impl, impl_error
+from longterm.choices import MODELS, PER_STEP_MODELS, built_impl, impl_error
 from longterm.models.feedback import FeedbackEncoder
 from longterm.models.feedforward import FusedSequenceModel, StepEncoder
 from longterm.models.head import MLPHead
@@ -46,8 +46,7 @@ def encoder(
             return attention_stack(AllAttentionLayer, in_features, dim, init, **own)
         case "feedback":
             return FeedbackEncoder(in_features, dim, init=init, **own)
-    models = ", ".join((*PER_STEP_MODELS, *ATTENTION_MODELS))
-    raise ValueError(f"unknown model {name!r}; choose one of {models}")
+    raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
 
 
 def sequence_model(
