@@ -11,7 +11,7 @@ epoch (docs/reliability.md, "Raising the epoch limit"):
 The data stream is keyed by epoch and batch index, so the continued run ends with the same
 metrics as a run started with the larger limit. Lightning's checkpoint callback keeps absolute
 paths, and restores its best score only when its directory is unchanged, so those paths are
-rewritten to the new directory.
+rewritten to the new directory. The old run may be an archived one (`runs/`, longterm.archive).
 """
 
 import argparse
@@ -33,6 +33,18 @@ def moved(value: object, old: str, new: str) -> object:
     return value
 
 
+def relocate(checkpoint: Path, target: Path, run_dir: Path) -> None:
+    """Write `checkpoint` to `target` with the paths its callbacks recorded moved from the run
+    directory they were written in (recorded in the checkpoint: the parent of each callback's
+    `dirpath`) to `run_dir`; the source may be an archived copy (longterm.archive)."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    callbacks = state["callbacks"]
+    for old in {str(Path(v["dirpath"]).parent) for v in callbacks.values() if "dirpath" in v}:
+        callbacks = moved(callbacks, old, str(run_dir.resolve()))
+    state["callbacks"] = callbacks
+    torch.save(state, target)
+
+
 def continue_run(old: str | Path, new: str | Path) -> Path:
     """Copy `old`'s checkpoints and events into `new`; return `new`. `new` must hold no run."""
     old, new = Path(old).resolve(), Path(new).resolve()
@@ -46,9 +58,7 @@ def continue_run(old: str | Path, new: str | Path) -> Path:
         shutil.copy2(path, new / path.name)
     (new / CHECKPOINTS).mkdir()
     for path in sorted((old / CHECKPOINTS).glob("*.ckpt")):
-        state = torch.load(path, map_location="cpu", weights_only=False)
-        state["callbacks"] = moved(state["callbacks"], str(old), str(new))
-        torch.save(state, new / CHECKPOINTS / path.name)
+        relocate(path, new / CHECKPOINTS / path.name, new)
     return new
 
 

@@ -5,7 +5,7 @@
 
 `encode_pool` computes c (B, D) from x (B, T, F), walking the time axis in steps or chunks with a
 softmax that carries O(B D) from one to the next. The score is bounded (tanh, or 0 for the mean),
-so exp(e_t) cannot overflow and no running maximum is needed off the CPU. What the backward pass
+so exp(e_t) cannot overflow and no running maximum is needed on any backend. What the backward pass
 needs is the input, the pooling weight alpha_t and, for attention, alpha_t (1 - e_t^2) per step,
 O(B T (F + 2)); the states h are recomputed, except in a single chunk, where they are kept. The
 readable path (StepEncoder + pooling.py) keeps several (B, T, D) tensors and stays the reference
@@ -144,24 +144,25 @@ def arrays(*tensors: Tensor):
 
 
 def cpu_forward(x, keep, W, b, slope, w, bw, attention):
-    """c (B, D), scores e (B, T) and pooling weights alpha (B, T) from the compiled kernels."""
+    """c (B, D), pooling weights alpha (B, T) and, for attention, q = alpha (1 - e^2) (B, T)
+    (None for the mean) from the compiled kernels."""
     xa, ka, Wa, ba, wa = arrays(x, keep, W.t().flatten(), b, w)
     kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
     outputs = kernels.forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
-    c, e, m, s = (torch.from_numpy(a) for a in outputs)
-    return c, e, torch.exp(e - m.unsqueeze(1)) / s.unsqueeze(1) * keep
+    c, alpha, q = (torch.from_numpy(a) for a in outputs)
+    return c, alpha, q if attention else None
 
 
 def cpu_backward(g, x, keep, W, b, slope, w, c, alpha, q, need_dx):
-    """Gradients for x (zeros unless need_dx), W, b, w and b_w from the compiled kernels."""
+    """Gradients for x (None unless need_dx), W, b, w and b_w from the compiled kernels."""
     attention = q is not None
-    q = q if attention else torch.zeros_like(alpha)  # the mean: w = 0, no score
+    q = q if attention else alpha  # the mean has no score: the kernel does not read q
     args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
     kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
     outputs = kernels.backward(*args[:5], slope, *args[5:], attention, need_dx)
     dx, dWt, db, dw, dbw = (torch.as_tensor(a) for a in outputs)
     dW = dWt.view(W.shape[1], W.shape[0]).t()
-    return dx, dW, db, dw, torch.as_tensor(dbw, dtype=x.dtype).reshape(1)
+    return dx if need_dx else None, dW, db, dw, torch.as_tensor(dbw, dtype=x.dtype).reshape(1)
 
 
 class EncodePool(torch.autograd.Function):
@@ -169,14 +170,14 @@ class EncodePool(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, keep, W, b, w, bw, slope, attention, backend, chunk):
+        # For attention, the dalpha-to-dz factor q = alpha (1 - e^2): the backward needs no e.
         h = None
         if backend == "cpu":
             keep = torch.ones(x.shape[:2], dtype=torch.bool) if keep is None else keep
-            c, e, alpha = cpu_forward(x, keep, W, b, slope, w, bw, attention)
+            c, alpha, q = cpu_forward(x, keep, W, b, slope, w, bw, attention)
         else:
             c, e, alpha, h = chunked_forward(x, keep, W, b, slope, w, bw, attention, chunk)
-        # For attention, the dalpha-to-dz factor alpha (1 - e^2): the backward needs no e.
-        q = alpha * (1 - e * e) if attention else None
+            q = alpha * (1 - e * e) if attention else None
         ctx.save_for_backward(x, keep, W, b, w, c, alpha, q, h)
         ctx.config = slope, backend, chunk
         return c

@@ -1,23 +1,29 @@
 """CPU kernels of the fused encoder + pooling (models/fused.py): one pass per sequence over time.
 
-Each sequence's states live in a block buffer of K steps x D while the kernel walks its steps, so
-no (B, T, D) tensor is ever written; the backward pass recomputes the states instead of reading
-them. Written with numba because the step loop must run at compiled speed: any sequence of
-PyTorch ops writes at least a (B, chunk, D) temporary per op and is bound by that memory traffic.
-Steps go in blocks of K so that one step's scalar chain (score, tanh, exp) overlaps with the next
-steps' work. Inner loops index 1-D rows and accumulate in the arrays' dtype, and the sizes F and D
-are compile-time constants: all three are needed for the compiler to vectorise the loops (with D
-and F known only at run time the same loops run several times slower). `kernels(F, D)` therefore
-returns a copy of this module with its sizes set, written to a file so that numba caches the
-compiled code (cache=True): only the first process to use a shape and dtype compiles.
+Each sequence's kept steps are packed K at a time into a block, and the block's states are held
+transposed, H (D, K), while the kernel works on it: every inner loop runs over the K steps of one
+state unit d, contiguous and of compile-time length, so the compiler turns it into whole SIMD
+vectors with no horizontal sums inside the loop. No (B, T, D) tensor is ever written; the backward
+pass recomputes the states instead of reading them. A block with fewer than K kept steps (the
+sequence's last) is filled with steps of zero weight, which add nothing.
 
-Shapes: x (B, T, F), keep (B, T) bool (the steps that count), W (F * D,) (W^T flattened, so the
-inner loops run over D contiguously), b, w (D,), c (B, D). The score e_t = tanh(w . h_t + b_w)
+The score and its softmax weight, e_t = tanh(z_t) and p_t = exp(e_t), are computed for the whole
+block in one vectorised loop (`tanh_exp`): the scalar libm calls it replaces cost more than the
+rest of the forward pass. The score is bounded, e_t in [-1, 1], so exp(e_t) cannot overflow and
+the softmax needs no running maximum (the paper's code has none either).
+
+Written with numba because the step loop must run at compiled speed: any sequence of PyTorch ops
+writes at least a (B, chunk, D) temporary per op and is bound by that memory traffic. The sizes F
+and D are compile-time constants (`kernels(F, D)` returns a copy of this module with its sizes
+set, written to a file so that numba caches the compiled code, cache=True: only the first process
+to use a shape and dtype compiles).
+
+Shapes: x (B, T, F), keep (B, T) bool (the steps that count), W (F * D,) (W^T flattened, row f
+holds the weights of input feature f), b, w (D,), c (B, D). The score e_t = tanh(w . h_t + b_w)
 [eq. 1]; `attention=False` gives the plain mean [eq. 2].
 """
 
 import importlib.util
-import math
 import os
 import re
 import sys
@@ -29,10 +35,11 @@ import numba
 import numpy as np
 
 KERNEL = dict(nogil=True, parallel=True, fastmath=True, cache=True)
-K = 32  # steps per block
+K = 64  # kept steps per block: the length of every inner loop
 F, D = 2, 100  # input features, state units: set by kernels(F, D) in each copy
 SIZES = "F, D = 2, 100"
 KERNEL_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "longterm"
+TANH_ONE = 20.0  # |z| beyond which tanh(z) rounds to +-1 in float64
 
 
 @cache
@@ -60,117 +67,182 @@ def kernels(features: int, units: int) -> ModuleType:
 
 
 @numba.njit(inline="always", fastmath=True)
-def states(x, keep, i, t0, W, b, slope, U, H, rows):  # pragma: no cover - compiled
-    """U[n] = W x_t + b and H[n] = LReLU(U[n]) for the kept steps t of [t0, t0 + K), packed
-    in rows n; rows[n] = t. Returns the number of rows."""
-    n = 0
-    for t in range(t0, min(t0 + K, x.shape[1])):
-        if not keep[i, t]:
-            continue
-        xt, u, h = x[i, t], U[n], H[n]
-        for d in range(D):
-            v = b[d]
+def exp_(y):  # pragma: no cover - compiled
+    """exp(y) for float64 y in [-2 TANH_ONE, 1], to about 1e-14 relative, in operations the
+    compiler vectorises (libm's exp is a scalar call): a Taylor polynomial at y / 64, squared 6
+    times."""
+    s = y * (1.0 / 64)  # |s| <= 0.625: the Taylor series to s^13 / 13! is exact to 2e-14
+    r = 1 / 6227020800.0  # 1 / 13!
+    r = r * s + 1 / 479001600.0
+    r = r * s + 1 / 39916800.0
+    r = r * s + 1 / 3628800.0
+    r = r * s + 1 / 362880.0
+    r = r * s + 1 / 40320.0
+    r = r * s + 1 / 5040.0
+    r = r * s + 1 / 720.0
+    r = r * s + 1 / 120.0
+    r = r * s + 1 / 24.0
+    r = r * s + 1 / 6.0
+    r = r * s + 1 / 2.0
+    r = r * s + 1.0
+    r = r * s + 1.0
+    r = r * r  # ^2
+    r = r * r  # ^4
+    r = r * r  # ^8
+    r = r * r  # ^16
+    r = r * r  # ^32
+    return r * r  # ^64
+
+
+@numba.njit(inline="always", fastmath=True)
+def tanh_exp(Z, E, P, n):  # pragma: no cover - compiled
+    """E[k] = tanh(Z[k]) and P[k] = exp(E[k]) for the n real steps of a block, P[k] = 0 for the
+    rest; computed in float64 whatever the dtype (tanh z = (1 - exp(-2|z|)) / (1 + exp(-2|z|)))."""
+    for k in range(K):
+        z = np.float64(Z[k])
+        a = min(abs(z), TANH_ONE)
+        q = exp_(-2.0 * a)
+        t = (1.0 - q) / (1.0 + q)
+        t = t if z >= 0 else -t
+        E[k] = t
+        P[k] = exp_(t) if k < n else 0.0
+
+
+@numba.njit(inline="always", fastmath=True)
+def pack(x, keep, i, t, X, rows):  # pragma: no cover - compiled
+    """The next (at most K) kept steps of sequence i from step t on: their inputs X (F, K) and
+    steps rows (K,); the rest of X is zeros. Returns (number of steps packed, next t)."""
+    n, T = 0, x.shape[1]
+    while n < K and t < T:
+        if keep[i, t]:
             for f in range(F):
-                v += W[f * D + d] * xt[f]
-            u[d] = v
-            h[d] = v if v > 0 else slope * v
-        rows[n] = t
-        n += 1
-    return n
+                X[f, n] = x[i, t, f]
+            rows[n] = t
+            n += 1
+        t += 1
+    for k in range(n, K):
+        for f in range(F):
+            X[f, k] = 0
+    return n, t
+
+
+@numba.njit(inline="always", fastmath=True)
+def state(X, W, b, slope, d, h, z, a, attention):  # pragma: no cover - compiled
+    """h[k] = LReLU(W_d . x_k + b_d) (K,), unit d of the block's states, and for attention
+    z[k] += a h[k] in the same loop (the score w . h_k, or g . h_k in the backward pass)."""
+    for k in range(K):
+        u = b[d]
+        for f in range(F):
+            u += W[f * D + d] * X[f, k]
+        v = u if u > 0 else slope * u
+        h[k] = v
+        if attention:
+            z[k] += a * v
 
 
 @numba.njit(inline="always", fastmath=True)
 def dot(a, v):  # pragma: no cover - compiled
-    """a . v over D, accumulated in the arrays' dtype."""
-    z = a[0] * 0
-    for d in range(D):
-        z += a[d] * v[d]
+    """a . v over K steps, accumulated in the arrays' dtype (a[0] * 0 would be float64)."""
+    z = a.dtype.type(0)
+    for k in range(K):
+        z += a[k] * v[k]
     return z
 
 
 @numba.njit(**KERNEL)
 def forward(x, keep, W, b, slope, w, bw, attention):  # pragma: no cover - compiled
-    """c (B, D), the scores e (B, T), their running max m (B,) and the softmax denominator
-    s (B,): alpha_t = exp(e_t - m) / s."""
+    """c (B, D), the pooling weights alpha (B, T), zero on the steps not kept, and what the
+    backward pass needs of the scores, q = alpha (1 - e^2) (B, T) (alpha for the mean)."""
     B, T, _ = x.shape
-    c, e = np.zeros((B, D), x.dtype), np.zeros((B, T), x.dtype)
-    m = np.full(B, -np.inf, x.dtype)
-    s = np.zeros(B, x.dtype)
+    c, alpha, q = np.zeros((B, D), x.dtype), np.zeros((B, T), x.dtype), np.zeros((B, T), x.dtype)
     slope = x.dtype.type(slope)
     for i in numba.prange(B):
-        U, H = np.empty((K, D), x.dtype), np.empty((K, D), x.dtype)
-        E, P, rows = np.zeros(K, x.dtype), np.ones(K, x.dtype), np.zeros(K, np.int64)
-        acc = c[i]
-        mi, si = (-np.inf if attention else 0.0), 0.0  # the mean: every p_t = exp(0 - 0)
-        for t0 in range(0, T, K):
-            n = states(x, keep, i, t0, W, b, slope, U, H, rows)
-            if attention and n > 0:
-                for k in range(n):
-                    E[k] = math.tanh(dot(w, H[k]) + bw)
-                    e[i, rows[k]] = E[k]
-                mb = E[:n].max()
-                if mb > mi:  # online softmax: rescale what was summed under the old max
-                    r = x.dtype.type(math.exp(mi - mb))
-                    for d in range(D):
-                        acc[d] *= r
-                    si *= r
-                    mi = mb
-                for k in range(n):
-                    P[k] = math.exp(E[k] - mi)
+        H, X = np.empty((D, K), x.dtype), np.zeros((F, K), x.dtype)
+        Z, E, P = np.empty(K, x.dtype), np.zeros(K, x.dtype), np.zeros(K, x.dtype)
+        rows = np.zeros(K, np.int64)
+        acc, s, t = c[i], 0.0, 0
+        while t < T:
+            n, t = pack(x, keep, i, t, X, rows)
+            Z[:] = bw
+            for d in range(D):
+                state(X, W, b, slope, d, H[d], Z, w[d], attention)
+            if attention:
+                tanh_exp(Z, E, P, n)
+            else:  # the mean: every p_t = exp(0)
+                for k in range(K):
+                    P[k] = 1 if k < n else 0
+            for d in range(D):
+                acc[d] += dot(P, H[d])
             for k in range(n):
-                p, h = P[k], H[k]
-                for d in range(D):
-                    acc[d] += p * h[d]
-                si += P[k]
-        m[i], s[i] = mi, si
-        inv = x.dtype.type(1.0 / si)
+                alpha[i, rows[k]], q[i, rows[k]] = P[k], 1 - E[k] * E[k]
+                s += P[k]
+        inv = x.dtype.type(1.0 / s)
         for d in range(D):
             acc[d] *= inv
-    return c, e, m, s
+        for t in range(T):
+            alpha[i, t] *= inv
+            q[i, t] *= alpha[i, t]
+    return c, alpha, q
 
 
 @numba.njit(**KERNEL)
 def backward(g, x, keep, W, b, slope, w, c, alpha, q, attention, need_dx):  # pragma: no cover
-    """dx (B, T, F) (zeros unless `need_dx`), dW (F * D,), db (D,), dw (D,), db_w: the
+    """dx (B, T, F) (empty unless `need_dx`), dW (F * D,), db (D,), dw (D,), db_w: the
     gradients of sum(g * c), given the pooling weights alpha (B, T) and, for attention,
-    q = alpha (1 - e^2) (B, T).
+    q = alpha (1 - e^2) (B, T) (not read for the mean).
 
     dL/de_t = alpha_t (g . h_t - g . c);  with z_t = w . h_t + b_w, dL/dz_t = q_t (g . h_t -
     g . c) and dL/dh_t = alpha_t g + dL/dz_t w. Parameter gradients are summed per sequence,
     then over the batch (no races, and the same sums whatever the number of threads).
     """
     B, T, _ = x.shape
-    dx = np.zeros_like(x)
+    dx = np.zeros((B, T, F) if need_dx else (0, 0, 0), x.dtype)
     dW, db = np.zeros((B, F * D), x.dtype), np.zeros((B, D), x.dtype)
     dw, dbw = np.zeros((B, D), x.dtype), np.zeros(B, x.dtype)
     slope = x.dtype.type(slope)
     for i in numba.prange(B):
-        U, H = np.empty((K, D), x.dtype), np.empty((K, D), x.dtype)
+        H, X = np.empty((D, K), x.dtype), np.zeros((F, K), x.dtype)
+        A, dZ, gH = np.zeros(K, x.dtype), np.zeros(K, x.dtype), np.zeros(K, x.dtype)
+        dX = np.zeros((F, K), x.dtype)
         rows = np.zeros(K, np.int64)
-        du = np.empty(D, x.dtype)
         gi, dWi, dbi, dwi = g[i], dW[i], db[i], dw[i]
-        gc = dot(gi, c[i])
-        for t0 in range(0, T, K):
-            n = states(x, keep, i, t0, W, b, slope, U, H, rows)
+        gc = x.dtype.type(0)
+        for d in range(D):
+            gc += gi[d] * c[i, d]
+        t = 0
+        while t < T:
+            n, t = pack(x, keep, i, t, X, rows)
+            for k in range(K):
+                A[k], dZ[k], gH[k] = 0, 0, 0
             for k in range(n):
-                t, u, h = rows[k], U[k], H[k]
-                a, dz = alpha[i, t], q[i, t]
-                if attention:
-                    dz *= dot(gi, h) - gc
-                    dbw[i] += dz
-                    for d in range(D):
-                        dwi[d] += dz * h[d]
-                for d in range(D):
-                    dh = a * gi[d] + dz * w[d]
-                    du[d] = dh if u[d] > 0 else slope * dh
-                    dbi[d] += du[d]
-                xt = x[i, t]
+                A[k], dZ[k] = alpha[i, rows[k]], q[i, rows[k]] if attention else 0
+            for d in range(D):  # the states, and g . h_t for attention
+                state(X, W, b, slope, d, H[d], gH, gi[d], attention)
+            if attention:
+                for k in range(K):
+                    dZ[k] *= gH[k] - gc
+                    dbw[i] += dZ[k]
+            for d in range(D):  # H[d] becomes dL/du for unit d (du = dh where u > 0)
+                h, gd, wd = H[d], gi[d], w[d]
+                sdw = sdb = x.dtype.type(0)
+                for k in range(K):
+                    dh = A[k] * gd + dZ[k] * wd
+                    sdw += dZ[k] * h[k]
+                    du = dh if h[k] > 0 else slope * dh
+                    sdb += du
+                    h[k] = du
+                dwi[d] += sdw
+                dbi[d] += sdb
                 for f in range(F):
-                    xf = xt[f]
-                    for d in range(D):
-                        dWi[f * D + d] += du[d] * xf
+                    dWi[f * D + d] += dot(h, X[f])
                 if need_dx:
-                    dxt = dx[i, t]
                     for f in range(F):
-                        dxt[f] = dot(W[f * D : (f + 1) * D], du)
+                        wfd = W[f * D + d]
+                        for k in range(K):
+                            dX[f, k] += wfd * h[k]
+            if need_dx:
+                for k in range(n):
+                    for f in range(F):
+                        dx[i, rows[k], f] = dX[f, k]
+                        dX[f, k] = 0
     return dx, dW.sum(axis=0), db.sum(axis=0), dw.sum(axis=0), dbw.sum()

@@ -1,0 +1,142 @@
+"""The committed archive of runs (`runs/`): what docs/results is collected from, and where a long
+run continues from on another machine.
+
+`outputs/`, where runs are made, is not kept with the repository; `runs/` is. `put` copies what
+the collector and `continue_run` read from each run of a sweep, and nothing else:
+
+    <sweep>/sweep.json, <sweep>/multirun.yaml          the commands (analysis/provenance.py)
+    <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
+    <run>/checkpoints/last.ckpt                        unless the run is solved: a run that may
+                                                       be continued, resumed or evaluated
+
+    python -m longterm.archive put outputs/table1_long outputs/variable_length_100
+    python -m longterm.archive get runs/table1_long            # back into outputs/table1_long
+
+`put` replaces the archived copies of the sweeps it is given (and only those), and refuses
+when the archive would grow past BUDGET_MB. `get` copies an archived sweep back to where its
+commands run, so that rerunning a command resumes its unfinished runs from last.ckpt, and
+`python -m longterm.continue_run` takes a finished run to a larger epoch limit; it never
+overwrites a run directory that exists.
+"""
+
+import argparse
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from longterm.continue_run import relocate
+from longterm.records import RESULT_FILE, SWEEP_RECORD, read_result
+from longterm.rundir import CHECKPOINTS, event_files
+
+ARCHIVE = Path("runs")
+OUTPUTS = Path("outputs")
+BUDGET_MB = 40.0  # the whole archive: small enough to clone with the code
+SWEEP_FILES = (SWEEP_RECORD, "multirun.yaml")
+RUN_FILES = (RESULT_FILE, ".hydra/overrides.yaml", ".hydra/config.yaml")
+LAST = f"{CHECKPOINTS}/last.ckpt"
+
+
+class ArchiveError(RuntimeError):
+    """An archive operation that would lose or overwrite something, or exceed the budget."""
+
+
+def run_dirs(sweep: Path) -> list[Path]:
+    """The run directories of a sweep: those holding a result.json."""
+    return sorted(p.parent for p in sweep.glob(f"**/{RESULT_FILE}"))
+
+
+def kept_files(sweep: Path) -> Iterator[Path]:
+    """The files of `sweep` that the archive keeps, as paths under `sweep`."""
+    for name in SWEEP_FILES:
+        if (sweep / name).exists():
+            yield sweep / name
+    for run in run_dirs(sweep):
+        yield from (run / name for name in RUN_FILES if (run / name).exists())
+        yield from event_files(run)
+        if read_result(run).get("status") != "solved" and (run / LAST).exists():
+            yield run / LAST
+
+
+def size_mb(root: Path) -> float:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 2**20
+
+
+def copy_sweep(source: Path, target: Path, files: list[Path]) -> None:
+    """Copy `files` (under `source`) to the same places under `target`, via a temporary directory
+    so that an interrupted copy never leaves half a sweep."""
+    tmp = target.with_name(target.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for path in files:
+        dest = tmp / path.relative_to(source)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+
+
+def put(sweeps: list[Path], archive: Path = ARCHIVE, budget_mb: float = BUDGET_MB) -> float:
+    """Archive each sweep as `archive/<sweep name>`; return the archive's size in MB."""
+    plans = {}
+    for sweep in sweeps:
+        if not run_dirs(sweep):
+            raise ArchiveError(f"{sweep} holds no run (no {RESULT_FILE} under it)")
+        plans[sweep] = list(kept_files(sweep))
+    new = sum(p.stat().st_size for files in plans.values() for p in files) / 2**20
+    replaced = sum(size_mb(archive / s.name) for s in sweeps if (archive / s.name).exists())
+    total = (size_mb(archive) if archive.exists() else 0.0) - replaced + new
+    if total > budget_mb:
+        raise ArchiveError(
+            f"the archive would hold {total:.1f} MB, over its budget of {budget_mb:g} MB "
+            f"(longterm.archive.BUDGET_MB): archive fewer sweeps, or fewer unsolved runs"
+        )
+    archive.mkdir(parents=True, exist_ok=True)
+    for sweep, files in plans.items():
+        copy_sweep(sweep, archive / sweep.name, files)
+    return size_mb(archive)
+
+
+def get(sweep: Path, outputs: Path = OUTPUTS) -> Path:
+    """Copy the archived `sweep` to `outputs/<sweep name>`, every run directory that is not there
+    yet; a run directory that exists is left as it is and named in the error."""
+    target = outputs / sweep.name
+    present = [r for r in run_dirs(sweep) if (target / r.relative_to(sweep)).exists()]
+    if present:
+        names = ", ".join(str(target / r.relative_to(sweep)) for r in present[:3])
+        raise ArchiveError(f"{len(present)} run directories exist already: {names}")
+    for path in sweep.rglob("*"):
+        dest = target / path.relative_to(sweep)
+        if not path.is_file() or dest.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".ckpt":  # its recorded paths moved to where it now lies
+            relocate(path, dest, dest.parent.parent)
+        else:
+            shutil.copy2(path, dest)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    put_p = sub.add_parser("put", help="archive sweeps (replacing their archived copies)")
+    put_p.add_argument("sweeps", nargs="+", type=Path)
+    put_p.add_argument("--into", type=Path, default=ARCHIVE)
+    get_p = sub.add_parser("get", help="copy archived sweeps back to where they run")
+    get_p.add_argument("sweeps", nargs="+", type=Path)
+    get_p.add_argument("--into", type=Path, default=OUTPUTS)
+    a = p.parse_args(argv)
+    try:
+        if a.command == "put":
+            print(f"{a.into}: {put(a.sweeps, a.into):.1f} MB of {BUDGET_MB:g} MB")
+        else:
+            for sweep in a.sweeps:
+                print(f"{sweep} -> {get(sweep, a.into)}")
+    except ArchiveError as e:
+        print(f"archive: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The committed archive of runs (longterm.archive): what it keeps, its budget, and continuing an
+archived run on another checkout."""
+
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import QUICK, ROOT, multirun, quick, read_json, train_py
+
+from longterm.analysis.runs import load_runs
+from longterm.archive import (
+    BUDGET_MB,
+    LAST,
+    RUN_FILES,
+    ArchiveError,
+    get,
+    put,
+    run_dirs,
+    size_mb,
+)
+from longterm.continue_run import continue_run
+from longterm.rundir import event_files
+
+# Two real runs: one solved at its first epoch (a threshold every run passes), one that reaches
+# its epoch limit unsolved.
+THRESHOLDS = "callbacks.stop_when_solved.threshold=0.05,1.0"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    sweep = tmp_path_factory.mktemp("outputs") / "two"
+    results = multirun(sweep, *QUICK, THRESHOLDS)
+    assert sorted(r["status"] for r in results) == ["max_epochs", "solved"]
+    return sweep
+
+
+def archived(tmp_path: Path, sweep: Path) -> Path:
+    put([sweep], tmp_path / "runs")
+    return tmp_path / "runs" / sweep.name
+
+
+def test_put_keeps_results_commands_events_and_the_checkpoints_of_unsolved_runs(sweep, tmp_path):
+    archive = archived(tmp_path, sweep)
+    assert (archive / "multirun.yaml").exists()
+    for run in run_dirs(archive):
+        status = read_json(run / "result.json")["status"]
+        assert all((run / name).exists() for name in RUN_FILES)
+        assert event_files(run), run
+        assert (run / LAST).exists() == (status != "solved")
+        assert not (run / "checkpoints" / "best.ckpt").exists()
+        assert not (run / "train.log").exists()
+    columns = ["task", "status", "epochs", "best_acc", "history"]
+    pd_archive, pd_outputs = load_runs([archive]), load_runs([sweep])
+    assert pd_archive[columns].equals(pd_outputs[columns])
+
+
+def test_put_refuses_past_its_budget_and_leaves_the_archive_as_it_was(sweep, tmp_path):
+    archive = archived(tmp_path, sweep)
+    before = sorted(p for p in archive.rglob("*"))
+    with pytest.raises(ArchiveError, match=r"over its budget of 0.01 MB"):
+        put([sweep], tmp_path / "runs", budget_mb=0.01)
+    assert sorted(p for p in archive.rglob("*")) == before
+
+
+def test_get_refuses_to_overwrite_a_run_directory(sweep, tmp_path):
+    archive = archived(tmp_path, sweep)
+    get(archive, tmp_path / "outputs")
+    with pytest.raises(ArchiveError, match="2 run directories exist already"):
+        get(archive, tmp_path / "outputs")
+
+
+def test_an_archived_run_continues_to_a_larger_limit_elsewhere(sweep, tmp_path):
+    """continue_run from the archive into a fresh outputs/: the continued run resumes from the
+    archived epoch, its checkpoint paths point at its new directory, and its metrics equal a
+    run made with the larger limit from the start."""
+    archive = archived(tmp_path, sweep)
+    (unsolved,) = [r for r in run_dirs(archive) if read_json(r / "result.json")["epochs"] == 2]
+    longer = quick("trainer.max_epochs=3")
+    new = tmp_path / "elsewhere" / "continued"
+    continue_run(unsolved, new)
+    state = torch.load(new / LAST, map_location="cpu", weights_only=False)
+    assert all(str(new) in v["dirpath"] for v in state["callbacks"].values() if "dirpath" in v)
+    assert train_py(*longer, f"hydra.run.dir={new}").returncode == 0
+    fresh = tmp_path / "fresh"
+    assert train_py(*longer, f"hydra.run.dir={fresh}").returncode == 0
+    continued, reference = read_json(new / "result.json"), read_json(fresh / "result.json")
+    assert continued["resumed_at_update"] == 40
+    assert continued["val_acc_history"] == reference["val_acc_history"]
+
+
+def test_the_committed_archive_is_complete_and_within_its_budget():
+    archive = ROOT / "runs"
+    if not archive.exists():
+        pytest.skip("no runs/ in this checkout")
+    assert size_mb(archive) <= BUDGET_MB
+    for sweep in (p for p in archive.iterdir() if p.is_dir()):
+        for run in run_dirs(sweep):
+            assert all((run / name).exists() for name in RUN_FILES), run
+            if read_json(run / "result.json")["status"] != "solved":
+                assert (run / LAST).exists(), run
