@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train test test-slow bench gpu-check collect lint tensorboard clean
+.PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps \
+	lint tensorboard clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,18 +23,30 @@ test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow
 
+test-slurm: $(STAMP)  ## sweeps on a one-node SLURM cluster it starts here (root; apt) and stops
+	$(BIN)/python -m pytest -q -m slurm $(ARGS)
+
 bench: $(STAMP)  ## speed and memory of every implementation side by side -> docs/performance.md
 	$(BIN)/python bench/throughput.py $(ARGS)
 
 gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/performance_gpu.md
 	$(BIN)/python bench/gpu_check.py $(ARGS)
 
-# The sweeps behind docs/results (docs/results.md gives the command that fills each one).
-SWEEPS ?= outputs/table1 outputs/table1_long outputs/masking outputs/variable_length \
-	outputs/variable_length_20 outputs/variable_length_30 outputs/variable_length_40
+# The sweeps behind docs/results, read from the committed archive runs/ (longterm.archive), so
+# that a fresh clone regenerates them; docs/results.md gives the command that fills each one.
+SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 
-collect: $(STAMP)  ## tables and plots from the sweeps' result.json files -> docs/results
+collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
+
+archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
+	$(BIN)/python -m longterm.archive put $(wildcard $(SWEEPS:runs/%=outputs/%))
+
+restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
+	$(BIN)/python -m longterm.archive get $(wildcard runs/*/)
+
+long-sweeps: $(STAMP)  ## the hours-long sweeps behind docs/results (resumable; see the script)
+	scripts/long_sweeps.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

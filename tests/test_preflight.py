@@ -9,7 +9,7 @@ from longterm.config import ConfigError
 from longterm.preflight import check, job_overrides
 
 BAD_COMMAND_LINES = [
-    (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean"),
+    (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),
     (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
     (
         ["model=gru"],
@@ -20,13 +20,24 @@ BAD_COMMAND_LINES = [
     (["launcher=cluster"], "launcher='cluster' is invalid: choose one of local, slurm"),
     (
         ["experiment=table2"],
-        "experiment='table2' is invalid: choose one of memory_comparison, order_battery, "
-        "table1, variable_length",
+        "experiment='table2' is invalid: choose one of claims, memory_comparison, "
+        "order_battery, table1, variable_length",
     ),
     (["experiment=table1", "task=addition", "T0=50", "lr=1e-3,0"], "lr=0 is invalid"),
     (["-m", "launcher=submitit_local", "launcher.cpus=0,2"], "launcher.cpus=0 is invalid"),
     (["-m", "launcher=slurm", "launcher.time_min=0"], "launcher.time_min=0 is invalid"),
     (["-m", "launcher=slurm", "launcher.max_num_timeout=-1"], "launcher.max_num_timeout=-1"),
+    (
+        ["-m", "launcher=slurm", "launcher.time_min=2"],
+        "launcher: time_min=2 is too short for signal_delay_s=120: SLURM signals up to "
+        "signal_delay_s + 60 s before the limit, and that must leave half the limit to train and "
+        "count as a time-out in submitit; use time_min >= 6 or signal_delay_s <= 0",
+    ),
+    (
+        ["-m", "launcher=slurm", "launcher.time_min=30", "launcher.signal_delay_s=600"],
+        "launcher: time_min=30 is too short for signal_delay_s=600",
+    ),
+    (["-m", "launcher=slurm", "launcher.signal_delay_s=-1"], "launcher.signal_delay_s=-1 is"),
     (["data.val_batches=3"], "Could not override 'data.val_batches': Key 'val_batches'"),
     (["data=variable", "+data.val_size=3"], "data.val_size is not a key of data=variable"),
     (["T0=10"], "T0=10 is invalid: Input should be greater than or equal to 11"),
@@ -37,6 +48,33 @@ BAD_COMMAND_LINES = [
     (["model=feedback", "model.heads=3"], "model: heads=3 must divide dim=64"),
     (["model=rnn", "model.impl=fused"], "model.impl=fused is invalid for model=rnn"),
     (["pool=last", "model.impl=fused"], "model.impl=fused is invalid with pool=last"),
+    (
+        ["task=algorithmic"],
+        "pool=attention is invalid with task=algorithmic: attention pooling is blind to order and "
+        "gives one output per sequence, and this task labels steps; use pool=per_step",
+    ),
+    (["task=fixed_knowledge", "pool=mean"], "pool=mean is invalid with task=fixed_knowledge: mean"),
+    (
+        ["task=algorithmic", "arch=lstm"],
+        "pool=last is invalid with task=algorithmic: this task labels steps; use pool=per_step",
+    ),
+    (
+        ["pool=per_step", "model=lstm"],
+        "pool=per_step is invalid with task=addition: it has one target per sequence; use "
+        "pool=last|attention|mean, or a task that labels steps (algorithmic, fixed_knowledge)",
+    ),
+    (
+        ["task=fixed_knowledge", "pool=per_step", "task.loss=mse", "task.n_outputs=1"],
+        "task.loss=mse is invalid with task=fixed_knowledge: its per-step labels are classes",
+    ),
+    (
+        ["task=algorithmic", "pool=per_step", "model.impl=fused"],
+        "model.impl=fused is invalid with pool=per_step",
+    ),
+    (
+        ["task=algorithmic", "pool=per_step", "task.params.variables=6"],
+        "task.params={'statements': 8, 'variables': 6} is invalid: algorithmic: variables=6",
+    ),
     (["task.loss=hinge"], "task.loss='hinge' is invalid"),
     (["task=temporal_order", "task.n_outputs=1"], "task: loss=cross_entropy needs n_outputs >= 2"),
     (["task=addition", "task.n_outputs=2"], "task: loss=mse needs n_outputs = 1"),

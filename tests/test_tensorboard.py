@@ -104,8 +104,8 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[:5]] == ["T0", "lr", "model", "pool", "task"]
     assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
     assert [h.name for h in infos[5:]] == sorted(
-        ["batch_size", "data", "k", "lengths", "loss", "mask_padding"]
-        + ["max_epochs", "max_length", "min_length", "seed"]
+        ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
+        + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables"]
     )
 
 
@@ -215,7 +215,13 @@ def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
 def test_the_schema_holds_every_key_a_run_can_have():
     from longterm.run import run_params  # loads Lightning
 
-    configs = ([], ["data=variable"], ["task=associative_recall"])
+    configs = (
+        [],
+        ["data=variable"],
+        ["task=associative_recall"],
+        ["task=algorithmic", "pool=per_step"],
+        ["task=fixed_knowledge", "pool=per_step"],
+    )
     assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 from conftest import TINY, multirun, quick, read_json, train_py
 
-from longterm.choices import TASKS
+from longterm.choices import SEQUENCE_TASKS as TASKS
 
 CLASSES = {"xor_classification": 2, "temporal_order": 4, "temporal_order3": 8}
 ARCHS = {  # arch= preset: model, readout, parameters on temporal_order (F=8, 4 classes)

@@ -3,6 +3,7 @@ with the checkpoints."""
 
 import logging
 import signal as signals
+import subprocess
 import threading
 from types import FrameType
 
@@ -116,8 +117,9 @@ class DeferSignal(L.Callback):
     resubmits the job and calls `sys.exit`: raised wherever the main thread happens to be, inside
     a logger's queue or a file write, it can leave TensorBoard's writer waiting up to two minutes
     before the process ends. Lightning defers SIGTERM the same way. A signal that arrives after
-    the last batch is dropped: the run is about to write its result. Does nothing when no Python
-    handler is installed for `signal` (a plain local run).
+    the last batch is dropped: the run is about to write its result, and from then on ignores the
+    signal (`ignore_signal`). Does nothing when no Python handler is installed for `signal` (a
+    plain local run).
     """
 
     def __init__(self, signal: str = "SIGUSR2"):
@@ -141,7 +143,15 @@ class DeferSignal(L.Callback):
         if self.pending is not None:
             pending = self.pending
             self._restore()
-            self.handler(*pending)  # submitit's: checkpoint the job, requeue, exit
+            try:
+                self.handler(*pending)  # submitit's: checkpoint the job, requeue, exit
+            except subprocess.CalledProcessError as e:
+                # SLURM requeues a job it preempts itself (PreemptMode=REQUEUE), and then refuses
+                # submitit's own `scontrol requeue` ("Job is pending execution"). Raised as it
+                # is, the error would end the job as a failure, which the sweep reports, while
+                # SLURM starts the job again; exiting lets the requeued job resume.
+                command = " ".join(e.cmd)
+                raise SystemExit(f"{command} failed: SLURM requeued the job itself; exiting") from e
 
     def _restore(self) -> None:
         if self.handler is not None:
@@ -153,3 +163,18 @@ class DeferSignal(L.Callback):
 
     def on_exception(self, trainer, pl_module, exception) -> None:
         self._restore()
+
+
+def ignore_signal(signal: str = "SIGUSR2") -> None:
+    """Ignore `signal` from now on: the run's result is final.
+
+    Under submitit, SIGUSR2 after the run has finished would requeue a finished job (submitit's
+    handler stays installed until the process exits), or, arriving during interpreter shutdown,
+    end a successful job as FAILED. Does nothing when no Python handler is installed for
+    `signal` (a plain local run keeps the default action) or outside the main thread.
+    """
+    signum = signals.Signals[signal]
+    handler = signals.getsignal(signum)
+    if callable(handler) and threading.current_thread() is threading.main_thread():
+        signals.signal(signum, signals.SIG_IGN)
+        log.info(f"the run is finished: {signal} is ignored from now on")

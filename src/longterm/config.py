@@ -10,7 +10,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from longterm.choices import impl_error
+from longterm.choices import impl_error, targets_error
 from longterm.schema import FixedDataSection, OpenSection, TrainConfig
 from longterm.tasks import generate
 
@@ -91,12 +91,21 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
     check_task_params(checked)
     check_impl(checked)
+    check_targets(checked)
     return checked
 
 
 def check_impl(cfg: TrainConfig) -> None:
     """The model's implementation can build this model and pooling (choices.impl_error)."""
     error = impl_error(cfg.model.name, cfg.model.impl, cfg.pool.name)
+    if error:
+        raise ConfigError(error)
+
+
+def check_targets(cfg: TrainConfig) -> None:
+    """The readout gives the task's targets: one per step or one per sequence
+    (choices.targets_error)."""
+    error = targets_error(cfg.task.name, cfg.pool.name, cfg.model.name, cfg.task.loss)
     if error:
         raise ConfigError(error)
 

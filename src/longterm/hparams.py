@@ -49,6 +49,9 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "min_length": float,  # data=variable
     "max_length": float,  # data=variable
     "k": float,  # task.params.k, associative_recall
+    "statements": float,  # task.params.statements, algorithmic
+    "variables": float,  # task.params.variables, algorithmic
+    "arity": float,  # task.params.arity, fixed_knowledge
 }
 COLUMNS = ("task", "pool", "model", "T0", "lr")  # marked as differing: the table's first columns
 # Logged by every finished run at its last update; the HPARAMS metrics.

@@ -1,5 +1,6 @@
 """The LightningModule: Adam, and the task's loss and accuracy: MSE and the paper's tolerance
-accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification."""
+accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification;
+for tasks that label steps, both over the labelled steps only."""
 
 import pytorch_lightning as L
 import torch
@@ -9,11 +10,15 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.data import Batch
 from longterm.metrics import ToleranceAccuracy
+from longterm.tasks import NO_TARGET
 
 
 class MemoryTaskModule(L.LightningModule):
     """Trains `net` (x (B, T, F), mask (B, T) -> (B, n_outputs)) on the task's target: a value
-    (`loss="mse"`, n_outputs 1) or a class in 0..n_outputs-1 (`loss="cross_entropy"`, logits)."""
+    (`loss="mse"`, n_outputs 1) or a class in 0..n_outputs-1 (`loss="cross_entropy"`, logits).
+
+    `per_step`: `net` gives (B, T, n_outputs) and y is (B, T), a class on labelled steps and
+    NO_TARGET on the others, which the loss and the accuracy skip (cross-entropy only)."""
 
     def __init__(
         self,
@@ -24,11 +29,18 @@ class MemoryTaskModule(L.LightningModule):
         tolerance: float = 0.04,
         loss: str = "mse",
         n_outputs: int = 1,
+        per_step: bool = False,
     ):
         super().__init__()
         self.net, self.lr, self.betas, self.eps = net, lr, tuple(betas), eps
-        self.classify = loss == "cross_entropy"
-        if self.classify:
+        self.classify, self.per_step = loss == "cross_entropy", per_step
+        if per_step and not self.classify:
+            raise ValueError("per-step targets need loss=cross_entropy")
+        if per_step:
+            self.val_acc = MulticlassAccuracy(
+                num_classes=n_outputs, average="micro", ignore_index=NO_TARGET
+            )
+        elif self.classify:
             self.val_acc = MulticlassAccuracy(num_classes=n_outputs, average="micro")
         elif loss == "mse":
             self.val_acc = ToleranceAccuracy(tolerance)
@@ -40,6 +52,8 @@ class MemoryTaskModule(L.LightningModule):
         return out if self.classify else out.squeeze(-1)
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
+        if self.per_step:  # the mean over labelled steps: (B, T, C), (B, T) -> ()
+            return F.cross_entropy(pred.flatten(0, 1), y.flatten(), ignore_index=NO_TARGET)
         return F.cross_entropy(pred, y.long()) if self.classify else F.mse_loss(pred, y)
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
@@ -51,7 +65,10 @@ class MemoryTaskModule(L.LightningModule):
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         x, y, mask = batch
         pred = self(x, mask)
-        self.val_acc(pred, y.long() if self.classify else y)
+        if self.per_step:
+            self.val_acc(pred.flatten(0, 1), y.flatten())
+        else:
+            self.val_acc(pred, y.long() if self.classify else y)
         self.log("val/loss", self.loss(pred, y), batch_size=len(y))
         self.log("val/acc", self.val_acc, batch_size=len(y))
 

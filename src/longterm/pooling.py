@@ -1,5 +1,6 @@
 """Pooling over time: feed-forward attention [Raffel & Ellis 2015, eq. 1], the unweighted mean
-[eq. 2], and the last state (the readout of a recurrent model).
+[eq. 2], and the last state (the readout of a recurrent model); and the per-step readout, which
+pools nothing, for tasks that label steps.
 
 Shapes: states h (B, T, D), mask (B, T) bool with True on real steps, pooled c (B, D).
 With `mask_padding=False` the mask is ignored and padded steps are pooled like real ones, as in
@@ -65,3 +66,18 @@ class LastStep(nn.Module):
             return h[:, -1]
         last = h.shape[1] - 1 - mask.flip(1).int().argmax(dim=1)  # (B,)
         return h[torch.arange(h.shape[0], device=h.device), last]
+
+
+class PerStep(nn.Module):
+    """c_t = h_t at every step: (B, T, D) -> (B, T, D), so the head gives one output per step.
+    Only for a causal encoder (h_t sees steps <= t; choices.CAUSAL_MODELS); padded steps carry
+    no target, so the mask is not needed here."""
+
+    name = "per_step"
+
+    def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
+        super().__init__()
+        self.mask_padding = mask_padding
+
+    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        return h

@@ -9,6 +9,9 @@ Importing it registers the resolvers that name run directories (`longterm.naming
 
 import itertools
 import os
+import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -105,9 +108,44 @@ def check_output_dir(cfg: DictConfig, multirun: bool) -> None:
         raise ConfigError(f"{key}={path} is invalid: cannot create it ({reason})") from None
 
 
+# Jobs of this user since now: an empty answer from a cluster whose accounting works.
+SACCT = ["sacct", "--noheader", "--allocations", "--starttime", "now"]
+
+
+def accounting_problem() -> str | None:
+    """Why `sacct` cannot report job states on this machine; None when it can, or when SLURM's
+    commands are not here at all (submitit then refuses the sweep itself)."""
+    if shutil.which("sbatch") is None:
+        return None
+    try:
+        out = subprocess.run(SACCT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{SACCT[0]}: {e}"
+    if out.returncode == 0:
+        return None
+    lines = [line.strip() for line in (out.stderr + out.stdout).splitlines() if line.strip()]
+    return lines[-1] if lines else f"sacct exited with {out.returncode}"
+
+
+def warn_without_accounting(jobs: list[DictConfig]) -> None:
+    """A sweep sent to SLURM without accounting: say on one line that a job that dies without
+    its result would leave the sweep waiting (submitit learns a job's end from `sacct`)."""
+    if not any(OmegaConf.select(job, "launcher.name") == "slurm" for job in jobs):
+        return
+    problem = accounting_problem()
+    if problem:
+        print(
+            f"warning: launcher=slurm: sacct cannot report job states here ({problem}); "
+            "submitit follows jobs with it, so a job that ends without its result (scancel, out "
+            "of memory, a lost node) leaves this command waiting: docs/reliability.md, SLURM",
+            file=sys.stderr,
+        )
+
+
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
     """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, or its
-    output directory cannot be made."""
+    output directory cannot be made. Warn (one line) when a sweep sent to SLURM could wait for
+    ever on a lost job (warn_without_accounting)."""
     if any(a.startswith("-") and a not in HYDRA_FLAGS for a in argv):
         return
     overrides = [a for a in argv if a not in HYDRA_FLAGS]
@@ -125,6 +163,8 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
                 check_accelerator(job)
             multirun = any(a in HYDRA_FLAGS for a in argv) or params is not None
             check_output_dir(cfg, multirun)
+            if multirun:
+                warn_without_accounting(jobs)
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError(explain(e, overrides)) from None
     finally:

@@ -14,11 +14,18 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 from tensorboard.compat.proto.summary_pb2 import Summary
 
-from longterm.callbacks import StopOnDivergence, StopWhenSolved
+from longterm.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
 from longterm.config import validate
 from longterm.hparams import close_session, open_session
 from longterm.module import MemoryTaskModule
-from longterm.records import RESULT_FILE, git_commit, machine, now, write_result
+from longterm.records import (
+    FINAL_STATUSES,
+    RESULT_FILE,
+    git_commit,
+    machine,
+    now,
+    write_result,
+)
 from longterm.rundir import (
     OLD_EVENTS_DIR,
     RunDirError,
@@ -125,6 +132,7 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
         lr=cfg.lr,
         loss=cfg.task.loss,
         n_outputs=cfg.task.n_outputs,
+        per_step=cfg.pool.name == "per_step",
         **OmegaConf.to_container(cfg.optim),
     )
 
@@ -151,7 +159,15 @@ def train(cfg: DictConfig) -> dict[str, Any]:
                 "another directory"
             )
         log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
+        settle(cfg)
         return done
+
+
+def settle(cfg: DictConfig) -> None:
+    """The run's result is final: from now on the scheduler's requeue signal (the one the
+    `defer_requeue_signal` callback defers) is ignored, so it can neither requeue the finished job
+    nor fail it while the process exits (callbacks.ignore_signal)."""
+    ignore_signal(OmegaConf.select(cfg, "callbacks.defer_requeue_signal.signal", default="SIGUSR2"))
 
 
 def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
@@ -221,6 +237,8 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     result.update(
         outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start, finished_at=now()
     )
+    if result["status"] in FINAL_STATUSES:
+        settle(cfg)
     write_result(run_dir, result)
     end_session(logger, result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"

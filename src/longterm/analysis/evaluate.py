@@ -4,6 +4,11 @@ one analysis module that loads a model, and with it the training core and Lightn
 For the variable-length experiment (§2.3) each validation batch has one length, so this is the
 accuracy by evaluation length: `python -m longterm.analysis.evaluate <run dir>` prints it. The
 mean over batches of equal size is the run's final val/acc.
+
+A run that predicts per step (pool=per_step) gets its accuracy by position instead, over the
+labelled steps of its validation set, and for the algorithmic task also by the print's statement
+index in its program and by what last changed the printed variable (tasks/algorithmic.py:
+replay); the labelled steps of each table add up to the run's final val/acc.
 """
 
 import argparse
@@ -12,25 +17,36 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from longterm.analysis.variable_length import variable_length_runs
+from longterm.module import MemoryTaskModule
 from longterm.records import read_result
 from longterm.run import build_model, instantiate_named
 from longterm.rundir import CHECKPOINTS
+from longterm.tasks import NO_TARGET
+from longterm.tasks.algorithmic import replay
 
 log = logging.getLogger("longterm.analysis.collect")
 
 
-@torch.no_grad()
-def accuracy_by_batch(run_dir: str | Path, checkpoint: str = "last.ckpt") -> pd.DataFrame:
-    """One row per validation batch: `length` (its padded width), `n` sequences, `acc`."""
+def load_module(
+    run_dir: str | Path, checkpoint: str = "last.ckpt"
+) -> tuple[MemoryTaskModule, DictConfig]:
+    """The run's LightningModule with the weights of `checkpoint`, in eval mode, and its
+    config."""
     run_dir = Path(run_dir)
     cfg = OmegaConf.create(read_result(run_dir)["config"])
     module = build_model(cfg)
     state = torch.load(run_dir / CHECKPOINTS / checkpoint, map_location="cpu", weights_only=True)
     module.load_state_dict(state["state_dict"])
-    module.eval()
+    return module.eval(), cfg
+
+
+@torch.no_grad()
+def accuracy_by_batch(run_dir: str | Path, checkpoint: str = "last.ckpt") -> pd.DataFrame:
+    """One row per validation batch: `length` (its padded width), `n` sequences, `acc`."""
+    module, cfg = load_module(run_dir, checkpoint)
     data = instantiate_named(cfg.data)
     rows = []
     for x, y, mask in data.validation_set():
@@ -38,6 +54,60 @@ def accuracy_by_batch(run_dir: str | Path, checkpoint: str = "last.ckpt") -> pd.
         module.val_acc.update(module(x, mask), y.long() if module.classify else y)
         rows.append({"length": x.shape[1], "n": len(y), "acc": module.val_acc.compute().item()})
     return pd.DataFrame(rows)
+
+
+def program_annotations(x: torch.Tensor, mask: torch.Tensor) -> pd.DataFrame:
+    """Each print of a batch of the algorithmic task, replayed from its tokens: `sequence`,
+    `position` (its labelled step), `statement` (its index in its program) and `last_write`."""
+    rows = [
+        (i, p.step, p.statement, p.last_write)
+        for i, (tokens, keep) in enumerate(zip(x.argmax(-1), mask, strict=True))
+        for p in replay(tokens[keep].tolist())
+    ]
+    return pd.DataFrame(rows, columns=["sequence", "position", "statement", "last_write"])
+
+
+@torch.no_grad()
+def step_predictions(module: MemoryTaskModule, cfg: DictConfig) -> pd.DataFrame:
+    """One row per labelled step of a per-step run's validation set: `batch`, `sequence`,
+    `position`, `target`, `correct`; for the algorithmic task also `statement` and
+    `last_write` (program_annotations)."""
+    frames = []
+    for b, (x, y, mask) in enumerate(instantiate_named(cfg.data).validation_set()):
+        correct = module(x, mask).argmax(-1) == y  # (B, T)
+        sequence, position = torch.nonzero(y != NO_TARGET, as_tuple=True)
+        frame = pd.DataFrame(
+            {
+                "batch": b,
+                "sequence": sequence.numpy(),
+                "position": position.numpy(),
+                "target": y[sequence, position].numpy(),
+                "correct": correct[sequence, position].numpy(),
+            }
+        )
+        if cfg.task.name == "algorithmic":
+            notes = program_annotations(x, mask)
+            frame = frame.merge(notes, "left", on=["sequence", "position"], validate="1:1")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def accuracy_by(steps: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Accuracy over the labelled steps grouped by `key`: a row per value with `n` and `acc`."""
+    grouped = steps.groupby(key).correct
+    return pd.DataFrame({"n": grouped.size(), "acc": grouped.mean()}).reset_index()
+
+
+def step_report(run_dir: str | Path, checkpoint: str = "last.ckpt") -> str:
+    """A per-step run's accuracy by position, and for the algorithmic task by statement index
+    and by what last changed the printed variable, as text."""
+    module, cfg = load_module(run_dir, checkpoint)
+    steps = step_predictions(module, cfg)
+    keys = ["position"] + (["statement", "last_write"] if "statement" in steps else [])
+    parts = [f"all labelled steps: n={len(steps)} acc={steps.correct.mean():.4f}"]
+    for key in keys:
+        parts.append(f"by {key}:\n" + accuracy_by(steps, key).to_string(index=False))
+    return "\n\n".join(parts)
 
 
 def accuracy_by_length(runs: pd.DataFrame) -> pd.DataFrame:
@@ -59,7 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("run_dir")
     p.add_argument("--checkpoint", default="last.ckpt")
     args = p.parse_args(argv)
-    print(accuracy_by_batch(args.run_dir, args.checkpoint).to_string(index=False))
+    if read_result(args.run_dir)["pool"] == "per_step":
+        print(step_report(args.run_dir, args.checkpoint))
+    else:
+        print(accuracy_by_batch(args.run_dir, args.checkpoint).to_string(index=False))
 
 
 if __name__ == "__main__":

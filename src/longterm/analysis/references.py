@@ -5,6 +5,7 @@ how many X and Y there are, all that pooling over per-step features can see)."""
 import numpy as np
 
 from longterm.batches import fixed_validation_set
+from longterm.tasks import NO_TARGET
 from longterm.tasks.order import X
 
 
@@ -15,7 +16,8 @@ def references(data: dict, loss: str) -> tuple[float | None, float | None]:
     keys = ("task", "T0", "batch_size", "val_size", "seed", "lengths", "task_params")
     batches = fixed_validation_set(**{k: data[k] for k in keys})
     x = np.concatenate([b[0].numpy() for b in batches])
-    y = np.concatenate([b[1].numpy() for b in batches]).astype(int)
+    y = np.concatenate([b[1].numpy().ravel() for b in batches]).astype(int)
+    y = y[y != NO_TARGET]  # a task that labels steps: its labelled steps
     chance = np.bincount(y).max() / len(y)
     if not data["task"].startswith("temporal_order"):
         return chance, None

@@ -1,8 +1,14 @@
-"""Sequence lengths and padding shared by every task generator (the paper's convention)."""
+"""Sequence lengths and padding shared by every task generator (the paper's convention), and the
+target of a step that has none."""
 
 from math import ceil
 
 import numpy as np
+
+# The target of an unlabelled step in a task that labels steps, y (n, width): the loss and the
+# accuracy skip it (cross_entropy's and torchmetrics' ignore_index; -100 is cross_entropy's
+# default).
+NO_TARGET = -100
 
 
 def default_width(min_length: int) -> int:

@@ -1,0 +1,357 @@
+"""The papers' claims against the runs here: one row per claim with the claim in one sentence, the
+test made here, the numbers and a verdict computed from them by one stated rule (RULE).
+
+    python -m longterm.analysis.claims outputs/claims --out docs/claims.md
+
+The sweep is longterm.experiments.claims (conf/experiment/claims.yaml). Each run counts with its
+best validation accuracy (over the labelled steps for per-step tasks); a model's numbers are the
+mean over seeds and the range (lowest and highest seed). The rows on Raffel & Ellis (2015) and on
+the fixed-state bottleneck read the tables this repository already generated (docs/results/
+table1.csv, docs/bottleneck/recall.csv) and link to them.
+"""
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from longterm.analysis.formats import pct
+from longterm.analysis.provenance import sweeps_markdown
+from longterm.analysis.references import references
+from longterm.analysis.runs import load_runs
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+MIN_SEEDS = 3  # fewer seeds of a model: inconclusive
+ABOVE_CHANCE = 0.05  # a comparison where no model beats chance by this much tests nothing
+
+RULE = (
+    f"A model's numbers are the mean of its seeds' best validation accuracy and the range "
+    f"(lowest–highest seed). *A beats B* when every seed of A is above every seed of B (the "
+    f"ranges do not overlap). A claim that A does better than B holds here when A beats B, does "
+    f"not hold when B beats A or the ranges overlap with A's mean below B's, and is inconclusive "
+    f"when the ranges overlap otherwise. A claim that A loses nothing against B holds when B "
+    f"does not beat A and does not hold when it does. A claim of several comparisons holds when "
+    f"each holds and does not hold when any does not. Any comparison is inconclusive when a "
+    f"model has fewer than {MIN_SEEDS} seeds, or when no model in it is {pct(ABOVE_CHANCE)} "
+    f"points above chance (the best constant predictor on the same validation set): runs that "
+    f"learned nothing test nothing."
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`first` does better than `second` (`better`), or loses nothing against it (`no_loss`)."""
+
+    first: str
+    second: str
+    kind: str = "better"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's claim tested on one task by comparisons of models (names as `model_name`)."""
+
+    paper: str
+    claim: str
+    test: str
+    task: str
+    comparisons: tuple[Comparison, ...]
+
+
+FEEDBACK = "feedback L=2"
+TRANSFORMER, DEEP = "transformer L=2", "transformer L=4"
+NO_SLOTS, SLOTS = "all_attention N=0 L=2", "all_attention N=64 L=2"
+FAN = "Fan et al. 2020 (Feedback Transformer), §4.1.2"
+SUKHBAATAR = "Sukhbaatar et al. 2019 (all-attention, persistent memory)"
+CLAIMS = (
+    Claim(
+        FAN,
+        "At equal width a shallow Feedback Transformer tracks variables far better than a "
+        "Transformer, even a deeper one (4-layer Feedback 99.1% against 8-layer Transformer "
+        "33.7%, 3 variables).",
+        "Feedback at 2 layers against the transformer at 2 and 4 layers, D = 64, the same "
+        "updates, on the algorithmic task.",
+        "algorithmic",
+        (Comparison(FEEDBACK, TRANSFORMER), Comparison(FEEDBACK, DEEP)),
+    ),
+    *(
+        Claim(
+            SUKHBAATAR,
+            "Persistent slots can replace the feed-forward sublayer without loss at a "
+            "comparable parameter count.",
+            f"All-attention with N = 64 slots per head (the transformer's parameter count at "
+            f"d_ff = 64) against the transformer, 2 layers, on the {task} task.",
+            task,
+            (Comparison(SLOTS, TRANSFORMER, "no_loss"),),
+        )
+        for task in ("fixed_knowledge", "algorithmic")
+    ),
+    *(
+        Claim(
+            SUKHBAATAR,
+            "Removing both the feed-forward sublayer and the persistent slots (N = 0) hurts.",
+            f"All-attention with N = 0 against the transformer and against N = 64, 2 layers, on "
+            f"the {task} task.",
+            task,
+            (Comparison(TRANSFORMER, NO_SLOTS), Comparison(SLOTS, NO_SLOTS)),
+        )
+        for task in ("fixed_knowledge", "algorithmic")
+    ),
+)
+
+
+def model_name(config: dict) -> str:
+    """A run's model with the keys the claims vary: `transformer L=2`, `all_attention N=0 L=2`."""
+    m = config["model"]
+    slots = f" N={m['n_persistent']}" if "n_persistent" in m else ""
+    layers = f" L={m['layers']}" if "layers" in m else ""
+    return f"{m['name']}{slots}{layers}"
+
+
+def load(dirs: list[Path]) -> pd.DataFrame:
+    """The finished runs under `dirs` (analysis.runs), with their model's name."""
+    runs = load_runs(dirs)
+    if runs.empty:
+        return runs
+    return runs.assign(name=[model_name(c) for c in runs.config])
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A model's best accuracies over its seeds on one task."""
+
+    name: str
+    accs: tuple[float, ...]
+    params: int
+
+    @property
+    def mean(self) -> float:
+        return sum(self.accs) / len(self.accs)
+
+    @property
+    def low(self) -> float:
+        return min(self.accs)
+
+    @property
+    def high(self) -> float:
+        return max(self.accs)
+
+    def cell(self) -> str:
+        """`name: mean (low–high), n seeds, parameters`, accuracies in %."""
+        seeds = f"{len(self.accs)} seed{'s' if len(self.accs) > 1 else ''}"
+        span = f"{pct(self.low)}–{pct(self.high)}"
+        return f"{self.name}: {pct(self.mean)} ({span}), {seeds}, {self.params:,} parameters"
+
+
+def stats(runs: pd.DataFrame, task: str, name: str) -> Stats | None:
+    """`name`'s runs on `task`, one per seed (the latest if a seed ran twice); None if none."""
+    own = runs[(runs.task == task) & (runs.name == name)]
+    if own.empty:
+        return None
+    own = own.sort_values("finished_at").drop_duplicates("seed", keep="last")
+    return Stats(name, tuple(own.best_acc), int(own.n_params.max()))
+
+
+def beats(a: Stats, b: Stats) -> bool:
+    return a.low > b.high
+
+
+def compare(c: Comparison, a: Stats | None, b: Stats | None, chance: float | None) -> tuple:
+    """(verdict, why) of one comparison: `holds`, `does not hold` or `inconclusive`."""
+    missing = [n for n, s in ((c.first, a), (c.second, b)) if s is None]
+    if missing:
+        return "inconclusive", f"no runs of {', '.join(missing)}"
+    few = [s.name for s in (a, b) if len(s.accs) < MIN_SEEDS]
+    if few:
+        return "inconclusive", f"fewer than {MIN_SEEDS} seeds of {', '.join(few)}"
+    if chance is not None and max(a.high, b.high) < chance + ABOVE_CHANCE:
+        return "inconclusive", f"neither {a.name} nor {b.name} is above chance ({pct(chance)}%)"
+    span = f"{a.name} {pct(a.low)}–{pct(a.high)}, {b.name} {pct(b.low)}–{pct(b.high)}"
+    if c.kind == "no_loss":
+        if beats(b, a):
+            return "does not hold", f"{b.name} beats {a.name} ({span})"
+        return "holds", f"{b.name} does not beat {a.name} ({span})"
+    if beats(a, b):
+        return "holds", f"{a.name} beats {b.name} ({span})"
+    if beats(b, a):
+        return "does not hold", f"{b.name} beats {a.name} ({span})"
+    if a.mean < b.mean:
+        return "does not hold", f"ranges overlap and {a.name}'s mean is lower ({span})"
+    return "inconclusive", f"ranges overlap ({span})"
+
+
+def combine(verdicts: list[tuple[str, str]]) -> tuple[str, str]:
+    """A claim's verdict from its comparisons'."""
+    kinds = [v for v, _ in verdicts]
+    verdict = (
+        "does not hold"
+        if "does not hold" in kinds
+        else "holds"
+        if all(v == "holds" for v in kinds)
+        else "inconclusive"
+    )
+    return verdict, "; ".join(why for _, why in verdicts)
+
+
+def chance_of(runs: pd.DataFrame, task: str) -> float | None:
+    """The best constant predictor on `task`'s validation set (its first run's)."""
+    own = runs[runs.task == task]
+    return None if own.empty else references(own.config.iloc[0]["data"], own.loss.iloc[0])[0]
+
+
+def claim_row(claim: Claim, runs: pd.DataFrame) -> dict[str, str]:
+    """One claim's row: paper, claim, test, numbers, verdict with its reason."""
+    names = list(dict.fromkeys(n for c in claim.comparisons for n in (c.first, c.second)))
+    found = {n: stats(runs, claim.task, n) if not runs.empty else None for n in names}
+    chance = chance_of(runs, claim.task) if not runs.empty else None
+    verdict, why = combine(
+        [compare(c, found[c.first], found[c.second], chance) for c in claim.comparisons]
+    )
+    numbers = [s.cell() for s in found.values() if s is not None]
+    if chance is not None:
+        numbers.append(f"chance {pct(chance)}")
+    return {
+        "paper": claim.paper,
+        "claim": claim.claim,
+        "test here": claim.test,
+        "best val acc %, mean (range)": "<br>".join(numbers) or "no runs",
+        "verdict": f"**{verdict}**: {why}",
+    }
+
+
+def table1_row(path: Path) -> dict[str, str]:
+    """Raffel & Ellis 2015 (Table 1): attention pooling against the unweighted mean, from the
+    collector's Table 1 (epochs to 100%, fewer is better) at the longest T0 with both."""
+    row = {
+        "paper": "Raffel & Ellis 2015, Table 1",
+        "claim": "Feed-forward attention solves the multiplication problem in fewer epochs than "
+        "the unweighted mean as sequences grow (T0 = 1000: 2 against 33 epochs).",
+        "test here": "Attention and mean pooling, the paper's grid of learning rates, 3 seeds "
+        "([docs/results.md](results.md), `results/table1.csv`).",
+    }
+    if not path.exists():
+        return row | {"best val acc %, mean (range)": "", "verdict": f"**inconclusive**: no {path}"}
+    t = pd.read_csv(path)
+    t = t[(t.task == "multiplication") & (t.solved_seeds == t.seeds)]
+    both = t.groupby("T0").pool.nunique()
+    T0 = int(both[both == 2].index.max())
+    cells = t[t.T0 == T0].set_index("pool")
+    a, m = cells.loc["attention"], cells.loc["mean"]
+    epochs = {
+        p: f"{p} {c.epochs_median:g} [{c.epochs_min:g}–{c.epochs_max:g}]"
+        for p, c in (("attention", a), ("mean", m))
+    }
+    if a.epochs_max < m.epochs_min:
+        verdict = (
+            f"**holds**: every attention seed needs fewer epochs than every mean seed at T0 = {T0}"
+        )
+    elif a.epochs_min > m.epochs_max:
+        verdict = f"**does not hold**: every mean seed needs fewer epochs at T0 = {T0}"
+    else:
+        verdict = f"**inconclusive**: the epoch ranges overlap at T0 = {T0}"
+    numbers = (
+        f"epochs to 100% at T0 = {T0}, median [range]: {epochs['attention']}; {epochs['mean']}"
+    )
+    return row | {"best val acc %, mean (range)": numbers, "verdict": verdict}
+
+
+def bottleneck_row(path: Path, far: int = 16) -> dict[str, str]:
+    """The fixed-state bottleneck (docs/bottleneck/): a state of d numbers read by h <- lh + x
+    recalls tokens less the further back they are; attention, which keeps every token, does not."""
+    row = {
+        "paper": "The fixed-state bottleneck plate (docs/bottleneck/)",
+        "claim": "A fixed-size state forgets a token as it recedes; attention over every step "
+        "recalls it at any distance.",
+        "test here": "Recall of a token at distance 1 and at distance "
+        f"{far} by states and by attention, no training "
+        "([docs/bottleneck/](bottleneck/README.md)).",
+    }
+    if not path.exists():
+        return row | {"best val acc %, mean (range)": "", "verdict": f"**inconclusive**: no {path}"}
+    r = pd.read_csv(path)
+    r["name"] = (
+        r.memory
+        + " d="
+        + r.d.astype(str)
+        + r["lambda"].map(lambda x: "" if pd.isna(x) else f" λ={x:g}")
+    )
+    near = r[r.distance == 1].set_index("name").recall
+    away = r[r.distance == far].set_index("name").recall
+    states, attention = (
+        away[away.index.str.startswith("state")],
+        away[~away.index.str.startswith("state")],
+    )
+    numbers = "<br>".join(f"{n}: {pct(near[n])} → {pct(away[n])}" for n in near.index)
+    if states.max() < attention.min():
+        verdict = (
+            f"**holds**: at distance {far} every state recalls less than every attention memory"
+        )
+    else:
+        verdict = f"**does not hold**: a state recalls as much as attention at distance {far}"
+    return row | {
+        "best val acc %, mean (range)": f"recall %, distance 1 → {far}:<br>{numbers}",
+        "verdict": verdict,
+    }
+
+
+REPORT = """# The papers' claims, tested here
+
+Generated by `{command}` from the runs' `result.json` files (the sweep:
+`python -m longterm.experiments.claims`, conf/experiment/claims.yaml). One row per claim: the
+claim in one sentence, the test made here, the numbers, and a verdict.
+
+**Verdict rule.** {rule}
+
+{table}
+
+{sweeps}"""
+
+
+NO_RUNS = """## Sweeps
+
+No finished runs under the given directories: the rows above that need runs say so. Run the sweep
+(`python -m longterm.experiments.claims --run`, about 80 minutes on two cores) and regenerate this
+page with the command at the top.
+"""
+
+
+def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, docs: Path = DOCS) -> str:
+    """The claims page: the table, then each sweep's commands, commits, machine and time."""
+    rows = [claim_row(c, runs) for c in CLAIMS]
+    rows += [
+        table1_row(docs / "results" / "table1.csv"),
+        bottleneck_row(docs / "bottleneck" / "recall.csv"),
+    ]
+    command = shlex.join(
+        ["python", "-m", "longterm.analysis.claims", *map(str, dirs)]
+        + (["--out", str(out)] if out else [])
+    )
+    table = pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
+    sweeps = sweeps_markdown(runs) if not runs.empty else NO_RUNS
+    return REPORT.format(command=command, rule=RULE, table=table, sweeps=sweeps)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
+    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
+    parser.add_argument(
+        "--docs", type=Path, default=DOCS, help="where results/ and bottleneck/ are"
+    )
+    args = parser.parse_args(argv)
+    runs = load(args.dirs)
+    if runs.empty:
+        print(f"warning: no finished runs under {', '.join(map(str, args.dirs))}", file=sys.stderr)
+    text = report(runs, args.dirs, args.out, args.docs)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(runs)} runs)")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The claims sweep: the runs behind docs/claims.md (longterm.analysis.claims), and a timer that
+measures what each of its models costs per update, from which its budget is set.
+
+    python -m longterm.experiments.claims                  # the sweep's commands
+    python -m longterm.experiments.claims --run            # run them, two processes of one thread
+    python -m longterm.experiments.claims --time 30        # seconds per update of every job kind
+    python -m longterm.analysis.claims outputs/claims --out docs/claims.md
+
+Every job is `python src/train.py experiment=claims ...` (conf/experiment/claims.yaml: T0, the
+updates, the validation set, the sweep directory); a rerun fills in only what is missing. The
+kinds of job (KINDS), each run for the seeds 1, 2, 3:
+- Fan et al. (2020): the Feedback Transformer at 2 layers and the transformer at 2 and 4 layers,
+  equal width (D = 64, 4 heads, d_ff = 64), on the algorithmic task (per-step targets);
+- Sukhbaatar et al. (2019): the transformer (d_ff = 64), all-attention with N = 0 and N = 64
+  persistent slots (N = d_ff: the transformer's parameter count exactly, models/transformer.py),
+  on the fixed-knowledge task and on the algorithmic task (the 2-layer transformer's algorithmic
+  runs are shared with the first claim).
+
+The budget is worked out in the header of conf/experiment/claims.yaml: seconds per update measured
+with `--time`, times the updates of every job, split over two processes (STREAMS).
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from hydra import compose, initialize_config_dir
+
+TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
+CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
+SEEDS = "seed=1,2,3"
+ALGORITHMIC, KNOWLEDGE = "task=algorithmic", "task=fixed_knowledge"
+# Each kind of job: the overrides after `experiment=claims` (without the seeds).
+KINDS = {
+    "feedback": [ALGORITHMIC, "model=feedback"],
+    "transformer": [ALGORITHMIC, "model=transformer"],
+    "transformer L=4": [ALGORITHMIC, "model=transformer", "model.layers=4"],
+    "all_attention N=0": [ALGORITHMIC, "model=all_attention", "model.n_persistent=0"],
+    "all_attention N=64": [ALGORITHMIC, "model=all_attention", "model.n_persistent=64"],
+    "transformer, knowledge": [KNOWLEDGE, "model=transformer"],
+    "all_attention N=0, knowledge": [KNOWLEDGE, "model=all_attention", "model.n_persistent=0"],
+    "all_attention N=64, knowledge": [KNOWLEDGE, "model=all_attention", "model.n_persistent=64"],
+}
+# The sweep as two streams of commands of about equal time (by the seconds per update that
+# `--time` measures; conf/experiment/claims.yaml), one process of one thread each.
+STREAMS = (
+    ["model=feedback task=algorithmic", "model=transformer model.layers=4 task=algorithmic"],
+    [
+        "model=transformer task=algorithmic,fixed_knowledge",
+        "model=all_attention model.n_persistent=0,64 task=algorithmic,fixed_knowledge",
+    ],
+)
+
+
+def commands() -> list[list[str]]:
+    """Each stream's commands, as `python src/train.py` command lines."""
+    return [
+        [f"python src/train.py experiment=claims {c} {SEEDS}" for c in stream] for stream in STREAMS
+    ]
+
+
+def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
+    """Forward, backward and an Adam step on freshly generated training batches, as a run does
+    them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
+    from longterm.batches import TRAIN, batch_rng
+    from longterm.config import validate
+    from longterm.run import build_model, instantiate_named
+
+    with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=claims", *overrides])
+    validate(cfg)
+    module = build_model(cfg).train()
+    recipe = instantiate_named(cfg.data).train_recipe()
+    optimizer = module.configure_optimizers()
+    start = time.perf_counter()
+    for i in range(warmup + updates):
+        if i == warmup:
+            start = time.perf_counter()
+        x, y, mask = recipe(batch_rng(cfg.seed, TRAIN, 0, i))
+        loss = module.loss(module(x, mask), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return (time.perf_counter() - start) / updates
+
+
+def time_kinds(updates: int) -> None:
+    """Print each kind's seconds per update, one kind after the other."""
+    print(f"seconds per update, {updates} updates each, {torch.get_num_threads()} thread(s):")
+    for name, overrides in KINDS.items():
+        print(f"  {name:32s} {seconds_per_update(overrides, updates):.4f}", flush=True)
+
+
+def run_streams() -> None:
+    """Every stream's commands in order, the streams side by side, one thread each."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    root = TRAIN_PY.parents[1]
+    here = shlex.quote(sys.executable)  # this interpreter, not whichever `python` is on PATH
+    scripts = [" && ".join(c.replace("python", here, 1) for c in stream) for stream in commands()]
+    procs = [subprocess.Popen(["bash", "-c", s], cwd=root, env=env) for s in scripts]
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        sys.exit(f"error: a stream failed (exit codes {codes})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", action="store_true", help="run the sweep")
+    p.add_argument("--time", type=int, metavar="UPDATES", help="time every kind of job")
+    args = p.parse_args(argv)
+    if args.time:
+        torch.set_num_threads(1)
+        time_kinds(args.time)
+    elif args.run:
+        run_streams()
+    else:
+        for i, stream in enumerate(commands(), 1):
+            print(f"# process {i} (OMP_NUM_THREADS=1)")
+            print("\n".join(shlex.join(shlex.split(c)) for c in stream))
+
+
+if __name__ == "__main__":
+    main()

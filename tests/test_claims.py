@@ -1,0 +1,100 @@
+"""The claims report (longterm.analysis.claims): its verdict rule on made-up numbers, and the
+report from a tiny real sweep of the claims experiment (one update a run)."""
+
+import pytest
+from conftest import CONF, train_py
+
+from longterm.analysis.claims import (
+    FEEDBACK,
+    TRANSFORMER,
+    Comparison,
+    Stats,
+    combine,
+    compare,
+    load,
+    main,
+)
+from longterm.experiments.claims import commands
+from longterm.preflight import check
+
+
+def stats(name: str, *accs: float) -> Stats:
+    return Stats(name, accs, 1000)
+
+
+@pytest.mark.parametrize(
+    "a, b, kind, verdict",
+    [
+        ((0.9, 0.95, 0.97), (0.3, 0.4, 0.5), "better", "holds"),
+        ((0.3, 0.4, 0.5), (0.9, 0.95, 0.97), "better", "does not hold"),
+        ((0.5, 0.7, 0.9), (0.4, 0.6, 0.8), "better", "inconclusive"),  # overlap, A's mean higher
+        ((0.4, 0.6, 0.8), (0.5, 0.7, 0.9), "better", "does not hold"),  # overlap, A's mean lower
+        ((0.5, 0.7, 0.9), (0.4, 0.6, 0.8), "no_loss", "holds"),
+        ((0.3, 0.4, 0.5), (0.9, 0.95, 0.97), "no_loss", "does not hold"),
+        ((0.9, 0.95), (0.3, 0.4, 0.5), "better", "inconclusive"),  # two seeds
+        ((0.13, 0.14, 0.15), (0.11, 0.12, 0.12), "better", "inconclusive"),  # near chance 0.12
+    ],
+)
+def test_the_verdict_rule(a, b, kind, verdict):
+    got, why = compare(Comparison("A", "B", kind), stats("A", *a), stats("B", *b), 0.12)
+    assert got == verdict, why
+
+
+def test_a_claim_holds_only_when_every_comparison_holds():
+    holds, no, unsure = ("holds", "x"), ("does not hold", "y"), ("inconclusive", "z")
+    assert combine([holds, holds])[0] == "holds"
+    assert combine([holds, unsure])[0] == "inconclusive"
+    assert combine([unsure, no])[0] == "does not hold"
+    missing = compare(Comparison("A", "B"), None, stats("B", 0.5, 0.5, 0.5), None)
+    assert missing == ("inconclusive", "no runs of A")
+
+
+def test_every_claims_command_composes():
+    for stream in commands():
+        for command in stream:
+            check(command.split()[2:], CONF)
+
+
+TINY_CLAIMS = [
+    "T0=12",
+    "data.batch_size=4",
+    "data.batches_per_epoch=1",
+    "data.val_size=8",
+    "trainer.max_epochs=1",
+]
+
+
+def test_the_report_from_a_tiny_sweep(tmp_path):
+    """Feedback and the 2-layer transformer, three seeds, on the algorithmic task; all-attention
+    with N = 0 and 64 on the fixed-knowledge task, one seed: the numbers are the runs', the
+    comparisons that lack a model or seeds are inconclusive, the commands and commits listed."""
+    common = ["experiment=claims", *TINY_CLAIMS, f"hydra.sweep.dir={tmp_path}"]
+    for jobs in (
+        ["model=feedback,transformer", "seed=1,2,3"],
+        ["model=all_attention", "model.n_persistent=0,64", "seed=1", "task=fixed_knowledge"],
+    ):
+        out = train_py(*common, *jobs, env={"OMP_NUM_THREADS": "1"})  # as the sweep runs
+        assert out.returncode == 0, out.stderr
+    runs = load([tmp_path])
+    assert sorted(set(runs.name)) == [
+        "all_attention N=0 L=2",
+        "all_attention N=64 L=2",
+        FEEDBACK,
+        TRANSFORMER,
+    ]
+    out = tmp_path / "claims.md"
+    main([str(tmp_path), "--out", str(out)])
+    text = out.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ")]
+    assert len(rows) == 1 + 7  # the header, then one row per claim
+    feedback = runs[runs.name == FEEDBACK].best_acc
+    cell = f"{100 * feedback.mean():.1f} ({100 * feedback.min():.1f}–{100 * feedback.max():.1f})"
+    fan = next(r for r in rows if r.startswith("| Fan et al."))
+    assert f"{FEEDBACK}: {cell}, 3 seeds" in fan and "chance " in fan
+    assert "**inconclusive**" in fan and "no runs of transformer L=4" in fan
+    knowledge = next(r for r in rows if "N = 64 slots" in r and "fixed_knowledge" in r)
+    assert "no runs of transformer L=2" in knowledge
+    assert "fewer than 3 seeds of all_attention N=64 L=2, all_attention N=0 L=2" in text
+    assert "model=all_attention model.n_persistent=0,64 seed=1 task=fixed_knowledge" in text
+    assert f"python -m longterm.analysis.claims {tmp_path} --out {out}" in text
+    assert "- commits: " in text and "- machine: " in text

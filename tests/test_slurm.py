@@ -1,0 +1,252 @@
+"""SLURM for real: a one-node cluster started on this machine by scripts/slurm/start.sh (root and
+apt; `make test-slurm`), a sweep sent to it through src/train.py -m launcher=slurm, its jobs
+requeued by submitit's signal and preempted by a job of a higher-priority partition, and each
+resumed to the result of a run that was never stopped. The daemons are stopped by their PIDs at the
+end, however the tests went. The first test needs no cluster and runs by default: a requeue
+signal after the run has finished is ignored."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import CONF, QUICK, ROOT, quick, read_json, train_py
+
+from longterm.preflight import check
+from longterm.records import FINAL_STATUSES
+
+SCRIPTS = ROOT / "scripts" / "slurm"
+# What a run measured; everything else in result.json says where, when and how long.
+METRICS = (
+    "status",
+    "epochs",
+    "updates",
+    "epoch_solved",
+    "diverged_step",
+    "best_acc",
+    "final_acc",
+    "val_acc_history",
+    "n_params",
+)
+# Up to eight epochs of 100 updates (one to three seconds each; solved after five to seven):
+# interrupted after the first, a job has most of its run ahead of it.
+RUN = quick("data.batches_per_epoch=100", "trainer.max_epochs=8")
+SEEDS = [1, 2]
+# Two one-CPU jobs fill the two-CPU node; time_min=10: every SIGUSR2 counts as a time-out.
+SLURM = ["launcher=slurm", "launcher.cpus=1", "launcher.mem_gb=2", "launcher.time_min=10"]
+
+# src/train.py under a SIGUSR2 handler that stands for submitit's (requeue, then exit 3), and a
+# SIGUSR2 sent to itself at exit: after result.json is final, during interpreter shutdown.
+SIGNAL_AT_EXIT = """
+import atexit, os, runpy, signal, sys
+def requeue(signum, frame):
+    print("requeued", flush=True)
+    os._exit(3)
+signal.signal(signal.SIGUSR2, requeue)
+atexit.register(os.kill, os.getpid(), signal.SIGUSR2)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_requeue_signal_after_the_run_has_finished_is_ignored(tmp_path):
+    """Once result.json is final, SIGUSR2 can neither requeue the finished job nor fail it while
+    the process exits; the same holds for a rerun that finds the run finished."""
+    args = [str(ROOT / "src" / "train.py"), *QUICK, "logger=none", f"hydra.run.dir={tmp_path}"]
+    for runs, attempt in enumerate(("trains", "finds it finished"), start=1):
+        out = subprocess.run(
+            [sys.executable, "-c", SIGNAL_AT_EXIT, *args], capture_output=True, text=True
+        )
+        assert out.returncode == 0 and "requeued" not in out.stdout, (attempt, out.stderr)
+        assert read_json(tmp_path / "result.json")["status"] == "max_epochs"
+        log = (tmp_path / "train.log").read_text()
+        assert log.count("the run is finished: SIGUSR2 is ignored from now on") == runs
+
+
+@dataclass
+class Cluster:
+    """A cluster from scripts/slurm/start.sh: its state directory, and the environment
+    (SLURM_CONF) that points SLURM's commands at it."""
+
+    state: Path
+    env: dict[str, str]
+
+    def run(self, *command: str) -> str:
+        """A SLURM command against this cluster, which must succeed; its output."""
+        env = {**os.environ, **self.env}
+        out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+
+def pids(state: Path) -> dict[str, int]:
+    return {p.stem: int(p.read_text()) for p in (state / "pids").glob("*.pid")}
+
+
+def running(pid: int, state: Path) -> bool:
+    """The process is alive and one of this cluster's (it names the state directory)."""
+    try:
+        seen = Path(f"/proc/{pid}/cmdline").read_bytes() + Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return f"{state}/".encode() in seen
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory) -> Iterator[Cluster]:
+    """A one-node cluster from scripts/slurm/start.sh; every daemon it started is stopped, by
+    PID, at the end of the session, and checked to be gone."""
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster runs as root (scripts/slurm/start.sh)")
+    state = tmp_path_factory.mktemp("slurm")
+    began = time.monotonic()
+    try:
+        start = subprocess.run(
+            [str(SCRIPTS / "start.sh"), str(state)], capture_output=True, text=True, timeout=900
+        )
+        assert start.returncode == 0, start.stdout + start.stderr
+        print(f"\n[slurm] {start.stdout.splitlines()[-2]} ({time.monotonic() - began:.0f} s)")
+        yield Cluster(state, {"SLURM_CONF": str(state / "etc" / "slurm.conf")})
+    finally:
+        if (state / "pids").exists():  # start.sh got as far as starting daemons
+            started = pids(state)
+            stop = subprocess.run(
+                [str(SCRIPTS / "stop.sh"), str(state)], capture_output=True, text=True, timeout=120
+            )
+            left = {name: pid for name, pid in started.items() if running(pid, state)}
+            stopped = " ".join(stop.stdout.split())
+            print(f"[slurm] stop.sh: {stopped}; daemons still running: {left or 'none'}")
+            assert stop.returncode == 0 and not left, stop.stdout + stop.stderr
+            shutil.rmtree(state / "mysql", ignore_errors=True)  # 100 MB of database files
+
+
+def metrics(run_dir: Path) -> dict:
+    result = read_json(run_dir / "result.json")
+    return {k: result[k] for k in METRICS}
+
+
+def wait_for(condition, what: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def checkpointed(sweep_dir: Path) -> list[int]:
+    """The seeds of the sweep's runs that have written their first checkpoint."""
+    found = list(sweep_dir.glob("*/checkpoints/last.ckpt"))
+    return sorted(seed for seed in SEEDS if any(f"-s{seed}," in p.parts[-3] for p in found))
+
+
+@pytest.mark.slurm
+def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, tmp_path):
+    """The first job past its first epoch gets submitit's SIGUSR2 (as before a time limit) and
+    requeues itself; the other, once past its first epoch, is preempted for real by a job of
+    partition `urgent`, and SLURM requeues it. Both resume from their last checkpoint, the sweep
+    succeeds, and each result equals that of a run never stopped, bit for bit."""
+    sweep_dir = tmp_path / "sweep"
+    log = (tmp_path / "sweep.log").open("w")
+    seeds = f"seed={','.join(map(str, SEEDS))}"
+    command = [sys.executable, str(ROOT / "src" / "train.py"), "-m", *SLURM, seeds, *RUN]
+    began = time.monotonic()
+    sweep = subprocess.Popen(
+        [*command, f"hydra.sweep.dir={sweep_dir}"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **cluster.env},
+    )
+    try:
+        wait_for(lambda: checkpointed(sweep_dir), "a first checkpoint")
+        array = cluster.run("squeue", "-h", "-o", "%i").split()[0].split("_")[0]
+        jobs = {seed: f"{array}_{i}" for i, seed in enumerate(SEEDS)}  # job i runs the i-th seed
+        print(f"[slurm] jobs {list(jobs.values())}: {' '.join(cluster.run('squeue').split())}")
+        first = checkpointed(sweep_dir)[0]
+        (other,) = set(SEEDS) - {first}
+        usr2, preempted = jobs[first], jobs[other]
+        cluster.run("scancel", "--signal=USR2", usr2)
+        print(f"[slurm] {usr2} past epoch 1: scancel --signal=USR2, as before a time limit")
+        wait_for(lambda: other in checkpointed(sweep_dir), "the other job's first checkpoint")
+        urgent = cluster.run(
+            "sbatch", "--parsable", "-p", "urgent", "-c", "2", "--mem=1G", "-o", "/dev/null",
+            "--wrap", "sleep 1",
+        ).strip()  # fmt: skip
+        print(f"[slurm] {preempted} past epoch 1: job {urgent} of partition urgent preempts it")
+        assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
+    finally:
+        if sweep.poll() is None:
+            sweep.send_signal(signal.SIGINT)
+            sweep.wait(timeout=60)
+        log.close()
+    print(f"[slurm] sweep finished in {time.monotonic() - began:.0f} s, exit 0")
+
+    folders = {job: sweep_dir / ".submitit" / job for job in jobs.values()}
+    requeued = (folders[usr2] / f"{usr2}_0_log.out").read_text()
+    assert "Caught signal SIGUSR2 on" in requeued and "this job is timed-out" in requeued
+    assert f"Requeued job {usr2} (19 remaining timeouts)" in requeued
+    errors = (folders[preempted] / f"{preempted}_0_log.err").read_text()
+    assert "DUE TO PREEMPTION" in errors
+    # SIGTERM and SIGUSR2 come together; where submitit's handler ran first, its own requeue was
+    # refused, as SLURM had requeued the job, and the job exited to start again.
+    refused = f"scontrol requeue {preempted} failed: SLURM requeued the job itself" in errors
+    print(f"[slurm] {preempted}: preempted; submitit's own requeue refused: {refused}")
+    sacct = ("sacct", "-D", "-X", "-n", "-P", "-o", "JobID,State", "-j", preempted)
+    wait_for(lambda: cluster.run(*sacct).endswith("COMPLETED\n"), "accounting", timeout=60)
+    history = cluster.run(*sacct)
+    print(f"[slurm] sacct history of {preempted}: {' '.join(history.split())}")
+    assert "PREEMPTED" in history
+
+    run_dirs = {read_json(p)["seed"]: p.parent for p in sweep_dir.glob("*/result.json")}
+    assert sorted(run_dirs) == SEEDS
+    for seed, job in jobs.items():
+        result = read_json(run_dirs[seed] / "result.json")
+        print(
+            f"[slurm] {job} (seed={seed}): {result['status']}, resumed from the checkpoint at "
+            f"update {result['resumed_at_update']} of {result['updates']}"
+        )
+        assert "resuming from" in (run_dirs[seed] / "train.log").read_text()
+        assert result["status"] in FINAL_STATUSES
+        assert 100 <= result["resumed_at_update"] < result["updates"]
+
+    for seed, job in jobs.items():
+        reference = tmp_path / f"uninterrupted_s{seed}"
+        out = train_py(*RUN, f"seed={seed}", f"hydra.run.dir={reference}")
+        assert out.returncode == 0, out.stderr
+        assert metrics(run_dirs[seed]) == metrics(reference)
+        print(f"[slurm] {job}: metrics equal to those of an uninterrupted run, bit for bit")
+
+
+@pytest.mark.slurm
+def test_a_time_limit_too_short_for_the_signal_is_refused_before_any_job(cluster, tmp_path):
+    before = cluster.run("sacct", "-X", "-n", "-P", "-o", "JobID", "-S", "now-1hours")
+    out = train_py(
+        "-m", *SLURM, "launcher.time_min=2", *QUICK, f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        env=cluster.env,
+    )  # fmt: skip
+    assert out.returncode != 0 and out.stderr.startswith("error: launcher: time_min=2 is too")
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert cluster.run("sacct", "-X", "-n", "-P", "-o", "JobID", "-S", "now-1hours") == before
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.slurm
+def test_a_cluster_without_accounting_is_pointed_out(cluster, tmp_path, monkeypatch, capsys):
+    """Submitit learns that a job has ended from `sacct`: without accounting, a job that dies
+    without its result leaves the sweep waiting, so the command says so on one line."""
+    monkeypatch.setenv("SLURM_CONF", cluster.env["SLURM_CONF"])
+    check(["-m", *SLURM, "seed=1,2"], CONF)
+    assert capsys.readouterr().err == ""
+    conf = (cluster.state / "etc" / "slurm.conf").read_text()
+    without = tmp_path / "slurm.conf"
+    without.write_text(conf.replace("accounting_storage/slurmdbd", "accounting_storage/none", 1))
+    monkeypatch.setenv("SLURM_CONF", str(without))
+    check(["-m", *SLURM, "seed=1,2"], CONF)
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warning: launcher=slurm: sacct cannot report job states here")
+    assert "Slurm accounting storage is disabled" in line
