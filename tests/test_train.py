@@ -145,7 +145,7 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
 @pytest.mark.parametrize(
     "args, key",
     [
-        (["task=sum"], "task='sum' is invalid: choose one of addition, algorithmic, associative_recall,"),
+        (["task=sum"], "task='sum' is invalid: choose one of addition, algorithmic,"),
         (["lr=0"], "lr=0 is invalid: Input should be greater than 0"),
         (["-m", "T0=50,1"], "T0=1 is invalid"),
         (["lr=[1e-3"], "'lr=[1e-3' is not a valid override"),
