@@ -95,6 +95,25 @@ def read_json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+# What a run measured; everything else in result.json says where, when and how long.
+METRICS = (
+    "status",
+    "epochs",
+    "updates",
+    "epoch_solved",
+    "diverged_step",
+    "best_acc",
+    "final_acc",
+    "val_acc_history",
+    "n_params",
+)
+
+
+def metrics(run_dir: Path) -> dict:
+    result = read_json(run_dir / "result.json")
+    return {k: result[k] for k in METRICS}
+
+
 @pytest.fixture(scope="session")
 def reference_cases():
     """The paper's generator outputs (../shared/fixtures); skipped when shared/ is absent."""

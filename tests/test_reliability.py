@@ -14,31 +14,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import LONGER, QUICK, ROOT, composed, multirun, quick, read_json, train_py
+from conftest import LONGER, QUICK, ROOT, composed, metrics, multirun, quick, read_json, train_py
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
 from longterm.continue_run import continue_run
 from longterm.hparams import records
 from longterm.rundir import EVENTS
-
-# What a run measured; everything else in result.json says where, when and how long.
-METRICS = (
-    "status",
-    "epochs",
-    "updates",
-    "epoch_solved",
-    "diverged_step",
-    "best_acc",
-    "final_acc",
-    "val_acc_history",
-    "n_params",
-)
-
-
-def metrics(run_dir: Path) -> dict:
-    result = read_json(run_dir / "result.json")
-    return {k: result[k] for k in METRICS}
 
 
 def sessions(run_dir: Path) -> tuple[int, int]:

@@ -16,24 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CONF, QUICK, ROOT, quick, read_json, train_py
+from conftest import CONF, QUICK, ROOT, metrics, quick, read_json, train_py
 
 from longterm.preflight import check
 from longterm.records import FINAL_STATUSES
 
 SCRIPTS = ROOT / "scripts" / "slurm"
-# What a run measured; everything else in result.json says where, when and how long.
-METRICS = (
-    "status",
-    "epochs",
-    "updates",
-    "epoch_solved",
-    "diverged_step",
-    "best_acc",
-    "final_acc",
-    "val_acc_history",
-    "n_params",
-)
 # Up to eight epochs of 100 updates (one to three seconds each; solved after five to seven):
 # interrupted after the first, a job has most of its run ahead of it.
 RUN = quick("data.batches_per_epoch=100", "trainer.max_epochs=8")
@@ -124,11 +112,6 @@ def cluster(tmp_path_factory) -> Iterator[Cluster]:
             print(f"[slurm] stop.sh: {stopped}; daemons still running: {left or 'none'}")
             assert stop.returncode == 0 and not left, stop.stdout + stop.stderr
             shutil.rmtree(state / "mysql", ignore_errors=True)  # 100 MB of database files
-
-
-def metrics(run_dir: Path) -> dict:
-    result = read_json(run_dir / "result.json")
-    return {k: result[k] for k in METRICS}
 
 
 def wait_for(condition, what: str, timeout: float = 300) -> None:
