@@ -61,8 +61,12 @@ def generate_marked(
     rows = np.arange(n)
     lengths, mask = draw_lengths(rng, min_length, width, n)
 
-    values = SAMPLERS[task](rng, (n, width, 1)) * mask[:, :, None]
-    markers = np.zeros((n, width, 1))
+    # X is filled in place, feature by feature: at T0 = 10000 a batch is 17.6 MB, and separate
+    # value and marker arrays joined by np.concatenate cost more than drawing the numbers.
+    X = np.empty((n, width, 2))
+    np.multiply(SAMPLERS[task](rng, (n, width, 1))[:, :, 0], mask, out=X[:, :, 0])
+    markers = X[:, :, 1]
+    markers.fill(0.0)
     markers[:, 0] = -1
     markers[rows, lengths - 1] = -1
     first = rng.randint(1, FIRST_MARKER_HIGH, n)
@@ -72,6 +76,5 @@ def generate_marked(
     markers[rows, first] = 1
     markers[rows, second] = 1
 
-    X = np.concatenate([values, markers], axis=-1)
     y = TARGETS[task](X[rows, first, 0], X[rows, second, 0])
     return X, y, mask
