@@ -16,9 +16,13 @@ $(STAMP): pyproject.toml
 train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, lr 1e-3
 	$(BIN)/python src/train.py $(ARGS)
 
+# Test files run side by side, one per worker (most tests wait on a src/train.py process that
+# keeps one core busy); a file's tests stay together, so its module fixtures are made once.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
 	$(BIN)/ruff check src tests bench
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow
