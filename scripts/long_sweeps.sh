@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every sweep behind docs/results.md, in two streams that run side by side, one process of one
-# thread each: on 2 cores that trains about 1.4x more updates per hour than one process of two
-# threads (at T0 = 10000, 84 ms per update on one thread, 56 ms on two).
+# thread each: an update on two threads takes well over half the time of one on one thread, so
+# on 2 cores two such processes train more updates per hour than one process of two threads.
 #   stream long:     Table 1 at T0 = 5000 and 10000 (mean pooling first, then attention);
 #   stream variable: the variable-length experiment to the paper's 100 epochs, then Table 1 at
 #                    T0 <= 1000 and the masking comparison.
