@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps \
+.PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps progress \
 	lint tensorboard clean
 
 $(STAMP): pyproject.toml
@@ -48,6 +48,9 @@ archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive r
 
 restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
 	$(BIN)/python -m longterm.archive get $(wildcard runs/*/)
+
+progress: $(STAMP)  ## where each run of the sweeps in outputs/ stands: epochs, accuracy, time left
+	$(BIN)/python -m longterm.analysis.progress $(or $(wildcard outputs/*/),$(error no sweeps in outputs/))
 
 long-sweeps: $(STAMP)  ## the hours-long sweeps behind docs/results (resumable; see the script)
 	scripts/long_sweeps.sh
