@@ -124,3 +124,17 @@ def reference_cases():
         (case, data[f"X{case['index']}"], data[f"y{case['index']}"], data[f"mask{case['index']}"])
         for case in json.loads(str(data["meta"]))
     ]
+
+
+# Two real runs of one sweep: one solved at its first epoch (a threshold every run passes), one
+# that reaches its epoch limit unsolved (tests of the archive and of runs in progress).
+TWO_THRESHOLDS = "callbacks.stop_when_solved.threshold=0.05,1.0"
+
+
+@pytest.fixture(scope="session")
+def two_runs(tmp_path_factory) -> Path:
+    """A sweep directory of two finished runs (TWO_THRESHOLDS); tests read it, never change it."""
+    sweep = tmp_path_factory.mktemp("outputs") / "two"
+    results = multirun(sweep, *QUICK, TWO_THRESHOLDS)
+    assert sorted(r["status"] for r in results) == ["max_epochs", "solved"]
+    return sweep

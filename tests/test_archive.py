@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import QUICK, ROOT, multirun, quick, read_json, train_py
+from conftest import ROOT, quick, read_json, train_py
 
 from longterm.analysis.runs import load_runs
 from longterm.archive import (
@@ -21,17 +21,11 @@ from longterm.archive import (
 from longterm.continue_run import continue_run
 from longterm.rundir import event_files
 
-# Two real runs: one solved at its first epoch (a threshold every run passes), one that reaches
-# its epoch limit unsolved.
-THRESHOLDS = "callbacks.stop_when_solved.threshold=0.05,1.0"
 
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Path:
-    sweep = tmp_path_factory.mktemp("outputs") / "two"
-    results = multirun(sweep, *QUICK, THRESHOLDS)
-    assert sorted(r["status"] for r in results) == ["max_epochs", "solved"]
-    return sweep
+@pytest.fixture
+def sweep(two_runs) -> Path:
+    """conftest.two_runs: one run solved, one at its limit unsolved."""
+    return two_runs
 
 
 def archived(tmp_path: Path, sweep: Path) -> Path:
