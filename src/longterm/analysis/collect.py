@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     args.out = args.out or Path(args.sweeps[0]) / COLLECTED
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
-    logging.getLogger("tensorboard").setLevel(logging.WARNING)  # one line per event file
     runs = collect(args.sweeps, args.out)
     log.info(f"{len(runs)} runs -> {args.out}")
 

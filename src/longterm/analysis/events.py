@@ -1,11 +1,17 @@
 """A run's TensorBoard events read back with TensorBoard's own EventAccumulator: every scalar
 curve and the HPARAMS session (the collector's learning curves, the tests)."""
 
+import logging
 from pathlib import Path
 
 import pandas as pd
 
 from longterm.rundir import events_dir
+
+# TensorBoard logs a line per event file it opens, and warns of every resumed run ("out of order
+# event.step ... a TensorFlow restart") when it drops the steps after the resume point that the
+# earlier process had logged: that is how a resumed run's curve is meant to read. Errors only.
+logging.getLogger("tensorboard").setLevel(logging.ERROR)
 
 
 def accumulator(run_dir: str | Path):

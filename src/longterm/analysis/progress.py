@@ -13,7 +13,6 @@ from the lock `rundir.claim` takes (`held`).
 """
 
 import argparse
-import logging
 import os
 import socket
 from pathlib import Path
@@ -116,9 +115,6 @@ def progress(sweeps: list[str | Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    # TensorBoard warns of every resumed run ("out of order event.step"), when it drops the
-    # steps after the resume point that the old process had logged: expected here.
-    logging.getLogger("tensorboard").setLevel(logging.ERROR)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("sweeps", nargs="+", help="sweep directories (outputs/<sweep>)")
     args = parser.parse_args(argv)
