@@ -198,7 +198,10 @@ def test_collector_on_a_small_real_sweep(tmp_path: Path, caplog):
     accs = sorted(r["final_acc"] for r in runs[~runs.mask_padding].to_dict("records"))
     assert cells.unsolved_acc_min[0] == accs[0] and cells.unsolved_acc_max[0] == accs[1]
     table = (out / "table1.md").read_text()
-    assert "| addition | attention | *" in table and "GPU (3)" in table  # T0=10000: paper's 3
+    assert "| addition | attention | *" in table and "not run (3)" in table  # T0=10000: paper's 3
+    assert (
+        "lr_race --sweep-dir outputs/table1 --T0 50 100 500 1000 5000 10000 --seeds 1 2 3" in table
+    )
     masking = (out / "masking.md").read_text()
     assert "| addition | attention | 50 | 1e-03 | 2 | *" in masking
     for name in ("epochs_vs_T0.png", "learning_curves.png", "sweeps.md"):

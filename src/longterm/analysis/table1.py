@@ -14,7 +14,7 @@ import pandas as pd
 from longterm.analysis import published
 
 CELL = ["task", "pool", "T0"]
-GPU_T0 = 5000  # from here on a cell's runs take hours on a 2-core CPU (docs/performance.md)
+LONG_T0 = 5000  # from here on a cell's runs take hours on a 2-core CPU (docs/performance.md)
 
 
 def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
@@ -157,10 +157,11 @@ def grid(cells: pd.DataFrame, render: Render) -> list[str]:
 
 
 def epochs_text(c: Any, task: str, pool: str, T0: int) -> str:
-    """Our cell, the paper's value in brackets; a cell not run says where it would run."""
+    """Our cell, the paper's value in brackets; a cell with no finished run says so (the note
+    under the table gives the commands that make it)."""
     value = paper_text(published.TABLE1.get((task, pool), {}).get(T0))
     if c is None:
-        return f"{'GPU' if T0 >= GPU_T0 else 'not run'} ({value})"
+        return f"not run ({value})"
     return f"{cell_text(pd.Series(c._asdict()))} ({value})"
 
 
@@ -183,22 +184,28 @@ def t0_columns(cells: pd.DataFrame) -> list[int]:
     return sorted(set(published.T0S) | set(cells.T0))
 
 
-def gpu_note(cells: pd.DataFrame) -> list[str]:
-    """The command for the cells at T0 >= GPU_T0 that were not run."""
+def not_run_note(cells: pd.DataFrame) -> list[str]:
+    """Which lengths have cells with no finished run, and the commands that make them."""
     run = {(c.task, c.pool, c.T0) for c in cells.itertuples(index=False)}
-    gpu = [
-        T0
-        for T0 in t0_columns(cells)
-        if T0 >= GPU_T0 and any((*cell, T0) not in run for cell in published.TABLE1)
+    missing = [
+        T0 for T0 in t0_columns(cells) if any((*cell, T0) not in run for cell in published.TABLE1)
     ]
-    if not gpu:
+    if not missing:
         return []
+    long = [T0 for T0 in missing if T0 >= LONG_T0]
     return [
-        "Cells marked GPU were not run on this machine. On a GPU machine:",
+        'Cells marked "not run" have no finished run in the sweeps collected here (an unfinished',
+        "run is left out until it ends). `scripts/long_sweeps.sh` makes every cell on a 2-core",
+        "CPU, resuming where it was stopped; the paper's rule over the whole grid and 3 seeds:",
         "",
-        "    python -m longterm.experiments.lr_race --sweep-dir outputs/table1_gpu "
-        f"--T0 {' '.join(map(str, gpu))} --seeds 1 2 3",
+        "    python -m longterm.experiments.lr_race --sweep-dir outputs/table1 "
+        f"--T0 {' '.join(map(str, missing))} --seeds 1 2 3",
         "",
+        *(
+            [f"At T0 = {', '.join(map(str, long))} a run takes hours on 2 cores.", ""]
+            if long
+            else []
+        ),
     ]
 
 
@@ -226,7 +233,7 @@ def table1_markdown(cells: pd.DataFrame) -> str:
         "",
         *grid(cells, cost_text),
         "",
-        *gpu_note(cells),
+        *not_run_note(cells),
     ]
     limits = sorted(set(cells.limit))
     out.append(
