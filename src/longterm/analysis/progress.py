@@ -98,7 +98,7 @@ def run_progress(run_dir: Path) -> dict[str, Any]:
         "epochs": f"{len(curve)}/{limit}",
         "last acc": f"{accs[-1]:.1%}" if accs else "",
         "best acc": f"{max(accs):.1%}" if accs else "",
-        "s/epoch": f"{pace:.0f}" if pace else "",
+        "s/epoch": f"{pace:.2f}" if pace else "",
         "to limit": f"{left * pace / 3600:.1f} h" if running and pace and left > 0 else "",
     }
 
