@@ -42,11 +42,9 @@ def held(run_dir: Path) -> bool:
     if locks.exists():
         stat = path.stat()
         device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
-        return any(
-            line.split()[1] == "FLOCK" and line.split()[5] == device
-            for line in locks.read_text().splitlines()
-            if len(line.split()) > 5
-        )
+        # a line: "<n>: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> <start> <end>"
+        fields = (line.split() for line in locks.read_text().splitlines())
+        return any(f[1:2] == ["FLOCK"] and f[5:6] == [device] for f in fields)
     words = path.read_text().split()  # "pid <pid> on <host>"
     if len(words) != 4 or words[0] != "pid" or words[3] != socket.gethostname():
         return False

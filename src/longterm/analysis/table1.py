@@ -192,7 +192,7 @@ def not_run_note(cells: pd.DataFrame) -> list[str]:
     ]
     if not missing:
         return []
-    long = [T0 for T0 in missing if T0 >= LONG_T0]
+    long = ", ".join(str(T0) for T0 in missing if T0 >= LONG_T0)
     return [
         'Cells marked "not run" have no finished run in the sweeps collected here (an unfinished',
         "run is left out until it ends). `scripts/long_sweeps.sh` makes every cell on a 2-core",
@@ -201,11 +201,7 @@ def not_run_note(cells: pd.DataFrame) -> list[str]:
         "    python -m longterm.experiments.lr_race --sweep-dir outputs/table1 "
         f"--T0 {' '.join(map(str, missing))} --seeds 1 2 3",
         "",
-        *(
-            [f"At T0 = {', '.join(map(str, long))} a run takes hours on 2 cores.", ""]
-            if long
-            else []
-        ),
+        *([f"At T0 = {long} a run takes hours on 2 cores.", ""] if long else []),
     ]
 
 
