@@ -3,10 +3,10 @@
 # thread each: an update on two threads takes well over half the time of one on one thread, so
 # on 2 cores two such processes train more updates per hour than one process of two threads.
 #   stream long:     Table 1 at T0 = 5000 and 10000 (mean pooling first, then attention), then
-#                    variable lengths with attention at 1e-3 on addition;
+#                    variable lengths at 1e-3 on addition (attention, then mean pooling);
 #   stream variable: the variable-length experiment to the paper's 100 epochs at 3e-3, Table 1 at
-#                    T0 <= 1000 and the masking comparison, then variable lengths with attention
-#                    at 1e-3 on multiplication.
+#                    T0 <= 1000 and the masking comparison, then variable lengths at 1e-3 on
+#                    multiplication (attention, then mean pooling).
 # Hours on 2 cores: each command resumes what it finds in its sweep directory, so the script can be
 # stopped at any point (kill -TERM the process group; the runs end `interrupted`) and started
 # again, on another machine too after `make restore-runs`. `make archive` then copies the finished
@@ -20,8 +20,8 @@ PY=${PY:-.venv/bin/python}
 export OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 race() { $PY -m longterm.experiments.lr_race "$@"; }
 long() { race --sweep-dir outputs/table1_long --seeds 1 "$@"; }
-variable_1e3() {
-    $PY src/train.py -m experiment=variable_length task="$1" pool=attention lr=1e-3 seed=1 \
+variable_1e3() {  # task, pool
+    $PY src/train.py -m experiment=variable_length task="$1" pool="$2" lr=1e-3 seed=1 \
         trainer.max_epochs=100 trainer.enable_progress_bar=false \
         hydra.sweep.dir=outputs/variable_length_100
 }
@@ -35,9 +35,10 @@ stream_long() {
     long --T0 5000 10000 --tasks addition --pools attention
     # Attention, multiplication, at the rate of the first runs.
     long --T0 5000 10000 --tasks multiplication --pools attention --lrs 1e-3
-    # Variable lengths, attention at 1e-3 (3e-3 swings between epochs): addition here,
+    # Variable lengths at 1e-3 (3e-3 swings between epochs), attention first: addition here,
     # multiplication at the end of the other stream, so that both streams end at about one time.
-    variable_1e3 addition
+    variable_1e3 addition attention
+    variable_1e3 addition mean
 }
 
 stream_variable() {
@@ -50,7 +51,8 @@ stream_variable() {
     $PY src/train.py -m task=addition,multiplication pool=attention,mean T0=100 lr=3e-3 \
         seed=1,2,3 pool.mask_padding=true trainer.max_epochs=30 trainer.enable_progress_bar=false \
         hydra.sweep.dir=outputs/masking
-    variable_1e3 multiplication
+    variable_1e3 multiplication attention
+    variable_1e3 multiplication mean
 }
 
 case "${1:-both}" in

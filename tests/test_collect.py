@@ -16,6 +16,7 @@ from longterm.analysis.events import curve
 from longterm.analysis.provenance import launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
 from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
+from longterm.analysis.variable_length import variable_length
 from longterm.continue_run import continue_run
 from longterm.experiments import lr_race
 
@@ -234,6 +235,21 @@ def test_variable_length_accuracy_by_length(tmp_path: Path):
     )
     assert len(pd.read_csv(tmp_path / "out" / "accuracy_by_length.csv")) == 4
     assert (tmp_path / "out" / "variable_length_curves.png").stat().st_size > 0
+
+
+def test_variable_length_rows_are_per_learning_rate():
+    """Two learning rates of one task and pool are two rows, never one averaged over both."""
+    rows = [
+        {**run(lr, "max_epochs", 100, acc), "data": "variable", "model": "feedforward"}
+        for lr, acc in ((1e-3, 0.99), (3e-3, 0.80))
+    ]
+    common = {"task": "addition", "pool": "attention", "seed": 1, "mask_padding": False}
+    runs = pd.DataFrame(
+        [{**r, **common, "best_acc": r["final_acc"], "epochs_trained": 100} for r in rows]
+    )
+    v = variable_length(runs)
+    assert v.lr.tolist() == ["1e-03", "3e-03"]
+    assert v.final_acc_mean.tolist() == [0.99, 0.80] and v.seeds.tolist() == [1, 1]
 
 
 def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):

@@ -112,12 +112,13 @@ def step_report(run_dir: str | Path, checkpoint: str = "last.ckpt") -> str:
 
 def accuracy_by_length(runs: pd.DataFrame) -> pd.DataFrame:
     """Each variable-length run's last checkpoint on the test lengths: a row per run and length
-    (task, pool, seed, length, n, acc); runs without a checkpoint are left out with a warning."""
+    (task, pool, lr, seed, length, n, acc); runs without a checkpoint are left out with a
+    warning."""
     frames = []
     for r in variable_length_runs(runs).itertuples(index=False):
         if (Path(r.run_dir) / CHECKPOINTS / "last.ckpt").exists():
             frames.append(
-                accuracy_by_batch(r.run_dir).assign(task=r.task, pool=r.pool, seed=r.seed)
+                accuracy_by_batch(r.run_dir).assign(task=r.task, pool=r.pool, lr=r.lr, seed=r.seed)
             )
         else:
             log.warning(f"{r.run_dir}: no last.ckpt, left out of the accuracy by length")

@@ -109,14 +109,16 @@ def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> str | None:
         return "no variable-length run was validated"
     fig, axes = task_panels(v)
     for task, ax in axes.items():
-        for i, (pool, g) in enumerate(v[v.task == task].groupby("pool")):
+        drawn = set()  # the paper's line once per pool, in the colour of its first learning rate
+        for i, ((pool, lr), g) in enumerate(v[v.task == task].groupby(["pool", "lr"])):
             for r in g.itertuples(index=False):
                 epochs = range(1, len(r.history) + 1)
-                label = f"{pool}, seed {r.seed}"
+                label = f"{pool}, lr {lr:.0e}, seed {r.seed}"
                 ax.plot(epochs, r.history, color=f"C{i}", marker=".", label=label)
             paper = published.VARIABLE_LENGTH.get((task, pool))
-            if paper is not None:
+            if paper is not None and pool not in drawn:
                 ax.axhline(paper, color=f"C{i}", ls="--", lw=1)
+                drawn.add(pool)
         ax.set(title=f"{task} (dashed: the paper after 100 epochs)", xlabel="epoch", ylim=(0, 1.02))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     save_panels(fig, axes, "validation accuracy (100 test lengths)", path)
@@ -124,11 +126,13 @@ def plot_variable_length_curves(runs: pd.DataFrame, path: Path) -> str | None:
 
 
 def plot_accuracy_by_length(data: pd.DataFrame, path: Path) -> None:
-    """Accuracy on each test length (analysis.evaluate.accuracy_by_length), mean over seeds."""
+    """Accuracy on each test length (analysis.evaluate.accuracy_by_length), per pool and
+    learning rate, mean over seeds."""
     fig, axes = task_panels(data)
     for task, ax in axes.items():
-        for pool, g in data[data.task == task].groupby("pool"):
+        for (pool, lr), g in data[data.task == task].groupby(["pool", "lr"]):
             mean = g.groupby("length").acc.mean()
-            ax.plot(mean.index, mean.values, marker=".", label=f"{pool} (mean over seeds)")
+            label = f"{pool}, lr {lr:.0e} (mean over seeds)"
+            ax.plot(mean.index, mean.values, marker=".", label=label)
         ax.set(title=task, xlabel="evaluation length", ylim=(0, 1.02))
     save_panels(fig, axes, "accuracy (10 sequences per length)", path)
