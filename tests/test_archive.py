@@ -1,12 +1,14 @@
 """The committed archive of runs (longterm.archive): what it keeps, its budget, and continuing an
 archived run on another checkout."""
 
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from conftest import ROOT, quick, read_json, train_py
 
+from longterm.analysis.collect import collect
 from longterm.analysis.runs import load_runs
 from longterm.archive import (
     BUDGET_MB,
@@ -46,6 +48,27 @@ def test_put_keeps_results_commands_events_and_the_checkpoints_of_unsolved_runs(
     columns = ["task", "status", "epochs", "best_acc", "history"]
     pd_archive, pd_outputs = load_runs([archive]), load_runs([sweep])
     assert pd_archive[columns].equals(pd_outputs[columns])
+
+
+def test_a_sweep_put_back_unchanged_keeps_the_archived_checkpoints(sweep, tmp_path):
+    """`get` relocates each checkpoint's recorded paths; putting the sweep back untrained keeps
+    the archived bytes, and a checkpoint that trained on replaces them."""
+    runs = tmp_path / "runs"
+    archive = archived(tmp_path, sweep)
+    before = {p: p.read_bytes() for p in archive.rglob("*.ckpt")}
+    assert before
+    restored = get(archive, tmp_path / "elsewhere")
+    assert all(
+        (restored / p.relative_to(archive)).read_bytes() != b for p, b in before.items()
+    )  # relocated
+    put([restored], runs)
+    assert {p: p.read_bytes() for p in archive.rglob("*.ckpt")} == before
+    ckpt = next(restored.rglob("*.ckpt"))
+    state = torch.load(ckpt, weights_only=False)
+    state["global_step"] += 1
+    torch.save(state, ckpt)
+    put([restored], runs)
+    assert (archive / ckpt.relative_to(restored)).read_bytes() == ckpt.read_bytes()
 
 
 def test_put_refuses_past_its_budget_and_leaves_the_archive_as_it_was(sweep, tmp_path):
@@ -92,3 +115,17 @@ def test_the_committed_archive_is_complete_and_within_its_budget():
             assert all((run / name).exists() for name in RUN_FILES), run
             if read_json(run / "result.json")["status"] != "solved":
                 assert (run / LAST).exists(), run
+
+
+def test_make_collect_regenerates_the_committed_results(tmp_path, monkeypatch):
+    """docs/results is what `make collect` writes from runs/, byte for byte (figures too)."""
+    committed = ROOT / "docs" / "results"
+    if not (ROOT / "runs").exists() or not committed.exists():
+        pytest.skip("no runs/ or docs/results/ in this checkout")
+    sweeps = re.search(r"^SWEEPS \?= (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    monkeypatch.chdir(ROOT)  # runs.csv names each run by its path from the repository root
+    collect(sweeps.split(), tmp_path)
+    files = sorted(p.name for p in committed.iterdir() if p.is_file())
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    for name in files:
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name

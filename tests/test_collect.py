@@ -16,7 +16,7 @@ from longterm.analysis.events import curve
 from longterm.analysis.provenance import launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
 from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
-from longterm.analysis.variable_length import variable_length
+from longterm.analysis.variable_length import by_length_markdown, variable_length
 from longterm.continue_run import continue_run
 from longterm.experiments import lr_race
 
@@ -234,6 +234,12 @@ def test_variable_length_accuracy_by_length(tmp_path: Path):
         in (tmp_path / "out" / "variable_length.md").read_text()
     )
     assert len(pd.read_csv(tmp_path / "out" / "accuracy_by_length.csv")) == 4
+    assert (
+        "| addition | attention | 1e-03 |"
+        in (tmp_path / "out" / "variable_length.md")
+        .read_text()
+        .split("## Accuracy by test length")[1]
+    )
     assert (tmp_path / "out" / "variable_length_curves.png").stat().st_size > 0
 
 
@@ -250,6 +256,17 @@ def test_variable_length_rows_are_per_learning_rate():
     v = variable_length(runs)
     assert v.lr.tolist() == ["1e-03", "3e-03"]
     assert v.final_acc_mean.tolist() == [0.99, 0.80] and v.seeds.tolist() == [1, 1]
+
+
+def test_accuracy_by_length_halves_are_means_over_lengths_then_seeds():
+    rows = [
+        {"task": "addition", "pool": "mean", "lr": 1e-3, "seed": seed, "length": n, "acc": acc}
+        for seed, accs in ((1, (1.0, 0.8, 0.4, 0.2)), (2, (0.8, 0.8, 0.2, 0.0)))
+        for n, acc in zip((20, 40, 60, 80), accs, strict=True)
+    ]
+    text = by_length_markdown(pd.DataFrame(rows))
+    assert "| task | pool | lr | lengths 20–40 | lengths 60–80 |" in text
+    assert "| addition | mean | 1e-03 | 85.0% | 20.0% |" in text
 
 
 def test_load_runs_names_a_missing_sweep(tmp_path: Path, caplog):

@@ -13,7 +13,9 @@ the collector and `continue_run` read from each run of a sweep, and nothing else
     python -m longterm.archive get runs/table1_long            # back into outputs/table1_long
 
 `put` replaces the archived copies of the sweeps it is given (and only those), and refuses
-when the archive would grow past BUDGET_MB. `get` copies an archived sweep back to where its
+when the archive would grow past BUDGET_MB. A checkpoint that holds the training state of its
+archived copy (one that `get` only relocated) keeps the archived bytes, so that putting back an
+unchanged sweep changes nothing in the repository. `get` copies an archived sweep back to where its
 commands run, so that rerunning a command resumes its unfinished runs from last.ckpt, and
 `python -m longterm.continue_run` takes a finished run to a larger epoch limit; it never
 overwrites a run directory that exists.
@@ -24,6 +26,8 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+import torch
 
 from longterm.continue_run import relocate
 from longterm.records import RESULT_FILE, SWEEP_RECORD, read_result
@@ -62,14 +66,29 @@ def size_mb(root: Path) -> float:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 2**20
 
 
+def same_training(a: Path, b: Path) -> bool:
+    """Whether two checkpoints hold one training state: the same step, epoch and weights (`get`
+    rewrites only the paths a checkpoint's callbacks recorded)."""
+    x, y = (torch.load(p, map_location="cpu", weights_only=False) for p in (a, b))
+    wx, wy = x["state_dict"], y["state_dict"]
+    return (
+        (x["global_step"], x["epoch"]) == (y["global_step"], y["epoch"])
+        and wx.keys() == wy.keys()
+        and all(torch.equal(wx[k], wy[k]) for k in wx)
+    )
+
+
 def copy_sweep(source: Path, target: Path, files: list[Path]) -> None:
     """Copy `files` (under `source`) to the same places under `target`, via a temporary directory
-    so that an interrupted copy never leaves half a sweep."""
+    so that an interrupted copy never leaves half a sweep. A checkpoint with the training state
+    of the one already under `target` keeps that one's bytes."""
     tmp = target.with_name(target.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     for path in files:
-        dest = tmp / path.relative_to(source)
+        dest, archived = tmp / path.relative_to(source), target / path.relative_to(source)
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".ckpt" and archived.exists() and same_training(path, archived):
+            path = archived
         shutil.copy2(path, dest)
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)

@@ -35,7 +35,11 @@ from longterm.analysis.plots import (
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.runs import load_runs
 from longterm.analysis.table1 import table1, table1_markdown, table1_seeds
-from longterm.analysis.variable_length import variable_length, variable_length_markdown
+from longterm.analysis.variable_length import (
+    by_length_markdown,
+    variable_length,
+    variable_length_markdown,
+)
 
 log = logging.getLogger("longterm.analysis.collect")
 
@@ -84,16 +88,18 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
         )
     v = variable_length(runs)
     if not v.empty:
-        write(variable_length_markdown(v), out / "variable_length.md", "Variable-length experiment")
-        curves = out / "variable_length_curves.png"
-        plotted(curves, plot_variable_length_curves(runs, curves))
         # Evaluating checkpoints loads the models and Lightning: only for these runs.
         from longterm.analysis.evaluate import accuracy_by_length
 
         by_length = accuracy_by_length(runs)
+        text = variable_length_markdown(v)
         if not by_length.empty:
             by_length.to_csv(out / "accuracy_by_length.csv", index=False)
             plot_accuracy_by_length(by_length, out / "accuracy_by_length.png")
+            text += by_length_markdown(by_length)
+        write(text, out / "variable_length.md", "Variable-length experiment")
+        curves = out / "variable_length_curves.png"
+        plotted(curves, plot_variable_length_curves(runs, curves))
     m = masking(runs)
     if not m.empty:
         write(masking_markdown(m), out / "masking.md", "Masking the padding")

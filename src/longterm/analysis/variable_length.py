@@ -67,3 +67,29 @@ def variable_length_markdown(v: pd.DataFrame) -> str:
             f"{percent(r.best_acc_mean)} | {percent(r.paper)} | {r.wall_per_epoch_s:.0f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def by_length_markdown(by_length: pd.DataFrame) -> str:
+    """The mean accuracy over the shorter and the longer half of the test lengths, per task, pool
+    and learning rate, over seeds, from analysis.evaluate.accuracy_by_length (a row per run and
+    length)."""
+    lengths = sorted(by_length.length.unique())
+    mid = len(lengths) // 2
+    half = by_length.length.ge(lengths[mid]).map({False: "short", True: "long"})
+    h = by_length.groupby(["task", "pool", "lr", half]).acc.mean().unstack().reset_index()
+    short, long = f"{lengths[0]}–{lengths[mid - 1]}", f"{lengths[mid]}–{lengths[-1]}"
+    lines = [
+        "",
+        "## Accuracy by test length: the shorter and the longer half",
+        "",
+        "From each run's last checkpoint (accuracy_by_length.csv): the mean accuracy over each",
+        "half of the test lengths, mean over seeds.",
+        "",
+        f"| task | pool | lr | lengths {short} | lengths {long} |",
+        "|---|---|---|---|---|",
+    ]
+    for r in h.itertuples(index=False):
+        lines.append(
+            f"| {r.task} | {r.pool} | {r.lr:.0e} | {percent(r.short)} | {percent(r.long)} |"
+        )
+    return "\n".join(lines) + "\n"
