@@ -130,11 +130,58 @@ def test_fused_needs_a_pooling_it_computes():
         feedforward(2, 1, MeanPooling(100), impl="triton")
 
 
-def test_kernels_refuse_a_source_without_the_sizes_line(monkeypatch):
-    """kernels() rewrites the line F, D = ...; a file without it must not compile as 2 x 100."""
-    monkeypatch.setattr(fused_cpu, "SIZES", "F, D = 7, 7")
-    with pytest.raises(RuntimeError, match="0 lines that start with 'F, D = 7, 7', not one"):
-        fused_cpu.kernels.__wrapped__(3, 5)
+@pytest.mark.parametrize("attention", [True, False])
+def test_cpu_kernels_give_the_same_bits_with_any_number_of_threads(attention):
+    """Each thread takes whole sequences and the parameter gradients are summed in sequence
+    order, so 1, 2 and 3 threads (an uneven split) give identical outputs and gradients."""
+    W, b, w, bw = params(D=100, F=2, dtype=torch.float32)
+    torch.manual_seed(2)
+    x = torch.rand(7, 300, 2, requires_grad=True)
+    keep, g = ragged_mask(7, 300), torch.randn(7, 100)
+    score = (w, bw) if attention else ()
+    results, before = [], torch.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            torch.set_num_threads(n)
+            leaves = (x, W, b, *score)
+            c = encode_pool(x, keep, W, b, 0.01, *score, backend="cpu")
+            results.append([c, *torch.autograd.grad(c, leaves, g)])
+    finally:
+        torch.set_num_threads(before)
+    for other in results[1:]:
+        for a, b_ in zip(results[0], other, strict=True):
+            assert torch.equal(a, b_)
+
+
+def test_cpu_kernels_name_a_missing_compiler(monkeypatch):
+    monkeypatch.setenv("CXX", "no-such-compiler")
+    with pytest.raises(RuntimeError, match="need a C\\+\\+ compiler and found none of no-such"):
+        fused_cpu.library.__wrapped__(2, 3, torch.float32)
+
+
+def test_cpu_kernels_build_for_one_thread_without_openmp(tmp_path, monkeypatch):
+    """A compiler that refuses -fopenmp (Apple's clang) still builds kernels that compute the
+    same function, on one thread, with a warning."""
+    cxx = tmp_path / "cxx-without-openmp"
+    cxx.write_text(
+        '#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && echo "no -fopenmp" >&2 && exit 1; '
+        'done\nexec g++ "$@"\n'
+    )
+    cxx.chmod(0o755)
+    W, b, w, bw = params(D=5, F=2, dtype=torch.float32)
+    x, keep = torch.rand(3, 40, 2), ragged_mask(3, 40)
+    expected = encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu")
+    monkeypatch.setenv("CXX", str(cxx))
+    monkeypatch.setattr(fused_cpu, "KERNEL_DIR", tmp_path / "kernels")
+    with pytest.warns(UserWarning, match="without OpenMP: they run on one thread"):
+        single = fused_cpu.library.__wrapped__(2, 5, torch.float32)
+    monkeypatch.setattr(fused_cpu, "library", lambda *_: single)
+    torch.testing.assert_close(encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu"), expected)
+
+
+def test_cpu_kernels_refuse_other_dtypes():
+    with pytest.raises(TypeError, match="take float32 or float64, not torch.bfloat16"):
+        fused_cpu.library(2, 3, torch.bfloat16)
 
 
 def test_training_curves_match_the_reference(tmp_path):

@@ -138,18 +138,11 @@ def chunked_backward(g, x, W, b, slope, w, c, alpha, q, h, chunk, need_dx):
     return (dx, *(None if d[0] is None else reduce(torch.add, d) for d in params))
 
 
-def arrays(*tensors: Tensor):
-    """Zero-copy numpy views of CPU tensors, for the compiled kernels."""
-    return tuple(t.detach().numpy() for t in tensors)
-
-
 def cpu_forward(x, keep, W, b, slope, w, bw, attention):
     """c (B, D), pooling weights alpha (B, T) and, for attention, q = alpha (1 - e^2) (B, T)
     (None for the mean) from the compiled kernels."""
-    xa, ka, Wa, ba, wa = arrays(x, keep, W.t().flatten(), b, w)
-    kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
-    outputs = kernels.forward(xa, ka, Wa, ba, slope, wa, bw.item(), attention)
-    c, alpha, q = (torch.from_numpy(a) for a in outputs)
+    W_t = W.detach().t().contiguous().flatten()
+    c, alpha, q = fused_cpu.forward(x, keep, W_t, b, slope, w, bw.item(), attention)
     return c, alpha, q if attention else None
 
 
@@ -157,12 +150,10 @@ def cpu_backward(g, x, keep, W, b, slope, w, c, alpha, q, need_dx):
     """Gradients for x (None unless need_dx), W, b, w and b_w from the compiled kernels."""
     attention = q is not None
     q = q if attention else alpha  # the mean has no score: the kernel does not read q
-    args = arrays(g.contiguous(), x, keep, W.t().flatten(), b, w, c, alpha, q)
-    kernels = fused_cpu.kernels(W.shape[1], W.shape[0])
-    outputs = kernels.backward(*args[:5], slope, *args[5:], attention, need_dx)
-    dx, dWt, db, dw, dbw = (torch.as_tensor(a) for a in outputs)
-    dW = dWt.view(W.shape[1], W.shape[0]).t()
-    return dx if need_dx else None, dW, db, dw, torch.as_tensor(dbw, dtype=x.dtype).reshape(1)
+    W_t = W.detach().t().contiguous().flatten()
+    args = (g.contiguous(), x, keep, W_t, b, slope, w, c, alpha, q, attention, need_dx)
+    dx, dW_t, db, dw, dbw = fused_cpu.backward(*args)
+    return dx, dW_t.view(W.shape[1], W.shape[0]).t(), db, dw, dbw
 
 
 class EncodePool(torch.autograd.Function):
