@@ -12,7 +12,7 @@ readable path (StepEncoder + pooling.py) keeps several (B, T, D) tensors and sta
 these kernels are tested against.
 
 Two backends compute the same function:
-- `cpu`: compiled per-sequence loops (models/fused_cpu.py), for CPU tensors;
+- `cpu`: vectorised C++ loops per sequence (models/fused_cpu.cpp), for CPU tensors;
 - `chunked`: whole-tensor PyTorch ops over chunks of `chunk` steps, for any device (CUDA among
   them); a chunk of T steps or more is one pass with no loop over time.
 

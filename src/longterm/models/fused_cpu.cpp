@@ -21,10 +21,10 @@
 // c (B, D), alpha and q (B, T). `threads` OpenMP threads split the batch into whole sequences,
 // and each sequence's outputs are computed the same way whatever the split.
 //
-// Written by hand with the compiler's vector extensions: the step loop must run at compiled
-// speed, any sequence of PyTorch ops writes at least a (B, chunk, D) temporary per op and is
-// bound by that memory traffic, and keeping a block in registers is what loop compilers did not
-// do for this kernel.
+// Written by hand, with the compiler's vector extensions, because no library op fits: a
+// sequence of PyTorch ops writes at least a (B, chunk, D) temporary per op and is bound by that
+// memory traffic, and loops compiled by numba (the kernels before these) kept a block's sums in
+// memory rather than in registers and ran on a second thread pool beside PyTorch's.
 
 #include <cstdint>
 #include <cstring>
