@@ -1,5 +1,10 @@
 """The fused encoder + pooling (models/fused.py) against autograd and the readable reference."""
 
+import platform
+import shutil
+import subprocess
+from functools import cache
+
 import pytest
 import torch
 from conftest import QUICK, read_json, train_py
@@ -159,24 +164,57 @@ def test_cpu_kernels_name_a_missing_compiler(monkeypatch):
         fused_cpu.library.__wrapped__(2, 3, torch.float32)
 
 
+def compiler(tmp_path, script: str) -> str:
+    """A C++ compiler: g++ called with the arguments as `script` (sh, the arguments in "$@")
+    passes them on."""
+    cxx = tmp_path / "cxx"
+    cxx.write_text(f"#!/bin/sh\n{script}\n")
+    cxx.chmod(0o755)
+    return str(cxx)
+
+
 def test_cpu_kernels_build_for_one_thread_without_openmp(tmp_path, monkeypatch):
     """A compiler that refuses -fopenmp (Apple's clang) still builds kernels that compute the
     same function, on one thread, with a warning."""
-    cxx = tmp_path / "cxx-without-openmp"
-    cxx.write_text(
-        '#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && echo "no -fopenmp" >&2 && exit 1; '
-        'done\nexec g++ "$@"\n'
-    )
-    cxx.chmod(0o755)
+    refuse = 'for a in "$@"; do [ "$a" = -fopenmp ] && echo "no -fopenmp" >&2 && exit 1; done'
     W, b, w, bw = params(D=5, F=2, dtype=torch.float32)
     x, keep = torch.rand(3, 40, 2), ragged_mask(3, 40)
     expected = encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu")
-    monkeypatch.setenv("CXX", str(cxx))
+    monkeypatch.setenv("CXX", compiler(tmp_path, f'{refuse}\nexec g++ "$@"'))
     monkeypatch.setattr(fused_cpu, "KERNEL_DIR", tmp_path / "kernels")
     with pytest.warns(UserWarning, match="without OpenMP: they run on one thread"):
         single = fused_cpu.library.__wrapped__(2, 5, torch.float32)
     monkeypatch.setattr(fused_cpu, "library", lambda *_: single)
     torch.testing.assert_close(encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu"), expected)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="-mno-avx512f is an x86 flag")
+@pytest.mark.parametrize("attention", [True, False])
+def test_cpu_kernels_on_256_bit_vectors(tmp_path, monkeypatch, attention):
+    """Built without AVX-512 (most laptops), the kernels work on 256-bit vectors (8 float32 or
+    4 float64 steps): the float64 gradients against finite differences, and float32 against the
+    default build."""
+    monkeypatch.setenv("CXX", compiler(tmp_path, 'exec g++ "$@" -mno-avx512f'))
+    monkeypatch.setattr(fused_cpu, "KERNEL_DIR", tmp_path / "kernels")
+    W, b, w, bw = params(D=6, F=3, dtype=torch.float32)
+    x, keep = torch.rand(4, 300, 3), ragged_mask(4, 300)
+    score = (w, bw) if attention else ()
+    expected = encode_pool(x, keep, W, b, 0.01, *score, backend="cpu")
+    monkeypatch.setattr(fused_cpu, "library", cache(fused_cpu.library.__wrapped__))
+    out = encode_pool(x, keep, W, b, 0.01, *score, backend="cpu")
+    torch.testing.assert_close(out, expected, **F32)
+    leaves = [t.detach().double().requires_grad_() for t in (x[:2, :17], W, b, *score)]
+
+    def f(x, W, b, *score):
+        return encode_pool(x, keep[:2, :17], W, b, 0.01, *score, backend="cpu")
+
+    assert torch.autograd.gradcheck(f, leaves)
+    builds = sorted((tmp_path / "kernels").glob("*.so"))
+    assert [p.name.split("_")[3] for p in builds] == sorted(["float", "double"])
+    if shutil.which("objdump"):  # no 512-bit register in the code
+        assert not any(
+            "zmm" in subprocess.check_output(["objdump", "-d", p], text=True) for p in builds
+        )
 
 
 def test_cpu_kernels_refuse_other_dtypes():
