@@ -220,6 +220,9 @@ def test_cpu_kernels_on_256_bit_vectors(tmp_path, monkeypatch, attention):
 def test_cpu_kernels_refuse_other_dtypes():
     with pytest.raises(TypeError, match="take float32 or float64, not torch.bfloat16"):
         fused_cpu.library(2, 3, torch.bfloat16)
+    W, b, w, bw = params(D=5, F=2, dtype=torch.float32)
+    with pytest.raises(TypeError, match="one dtype: x is torch.float64, not torch.float32"):
+        encode_pool(torch.rand(2, 9, 2, dtype=torch.float64), None, W, b, 0.01, w, bw)
 
 
 def test_training_curves_match_the_reference(tmp_path):

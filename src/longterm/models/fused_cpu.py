@@ -112,10 +112,18 @@ def ptr(t: Tensor) -> int:
     return t.data_ptr()
 
 
+def same_dtype(x: Tensor, *tensors: Tensor) -> None:
+    """The kernels read every real array as x's dtype: refuse a mix (REAL is one type)."""
+    other = next((t.dtype for t in tensors if t.dtype != x.dtype), None)
+    if other is not None:
+        raise TypeError(f"the fused CPU kernels take one dtype: x is {x.dtype}, not {other}")
+
+
 def forward(x, keep, W_t, b, slope, w, bw, attention) -> tuple[Tensor, Tensor, Tensor]:
     """c (B, D), the pooling weights alpha (B, T), zero on the steps not kept, and q = alpha
     (1 - e^2) (B, T) (alpha for the mean)."""
     (B, T, F), D = x.shape, b.shape[0]
+    same_dtype(x, W_t, b, w)
     c, alpha, q = x.new_empty(B, D), x.new_empty(B, T), x.new_empty(B, T)
     library(F, D, x.dtype).forward(
         B,
@@ -136,6 +144,7 @@ def backward(g, x, keep, W_t, b, slope, w, c, alpha, q, attention, need_dx) -> t
     gradients of sum(g * c), summed over the sequences' shares in sequence order (numpy sums a
     (B, n) array over B the same way whatever the number of threads)."""
     (B, T, F), D = x.shape, b.shape[0]
+    same_dtype(x, g, W_t, b, w, c, alpha, q)
     dx = x.new_zeros(B, T, F) if need_dx else x.new_empty(0)
     shares = x.new_empty(B, F * D), x.new_empty(B, D), x.new_empty(B, D), x.new_empty(B)
     library(F, D, x.dtype).backward(
