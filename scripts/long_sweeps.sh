@@ -17,7 +17,7 @@
 set -u
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-export OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 race() { $PY -m longterm.experiments.lr_race "$@"; }
 long() { race --sweep-dir outputs/table1_long --seeds 1 "$@"; }
 variable_1e3() {  # task, pool

@@ -14,7 +14,7 @@ OpenMP (Apple's clang) builds them for one thread, with a warning.
 
 A build is cached under KERNEL_DIR, named by a hash of the source, the compiler, its flags and
 the machine's CPU features (-march=native code must not run on another CPU, as on a cluster
-whose nodes differ): only the first process to use a shape compiles it (about a second).
+whose nodes differ): only the first process to use a shape compiles it.
 
 Shapes: x (B, T, F), keep (B, T) bool, W_t (F * D,) (W^T flattened), b, w (D,), c (B, D),
 alpha, q (B, T); see fused_cpu.cpp.
