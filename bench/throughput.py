@@ -53,6 +53,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from longterm.batches import FixedLengthBatches, batch_rng
 from longterm.models.ops import meta_batch, update_ops
+from longterm.named import generator_of
 from longterm.records import git_commit, machine
 from longterm.run import build_model
 from longterm.tasks import default_width
@@ -88,7 +89,7 @@ def build(overrides: list[str], T0: int, device: str) -> tuple[torch.nn.Module, 
     """The network `src/train.py` would train, and one training batch on `device`."""
     cfg = config(overrides, T0)
     net = build_model(cfg).net.to(device)
-    batch = FixedLengthBatches(cfg.task.name, T0, B)(batch_rng(0, 0, 0, 0))
+    batch = FixedLengthBatches(cfg.task.generator, T0, B)(batch_rng(0, 0, 0, 0))
     return net, tuple(t.to(device) for t in batch)
 
 
@@ -206,7 +207,7 @@ def matmul_peak(device: str, n: int = 2048, repeats: int = 10) -> float:
 
 def data_ms(T0: int) -> float:
     """Median time to generate one training batch (addition, B = 100), in ms."""
-    recipe = FixedLengthBatches("addition", T0, B)
+    recipe = FixedLengthBatches(generator_of("addition"), T0, B)
     times = []
     for index in range(5):
         start = time.perf_counter()

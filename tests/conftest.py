@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
@@ -138,3 +138,13 @@ def two_runs(tmp_path_factory) -> Path:
     results = multirun(sweep, *QUICK, TWO_THRESHOLDS)
     assert sorted(r["status"] for r in results) == ["max_epochs", "solved"]
     return sweep
+
+
+def conf_names(group: str, **keys: str) -> list[str]:
+    """The built-in conf files of `group` (model, task) by name, those whose `keys` have these
+    values; the conf files are the registry (longterm.plugins), so no list is kept here."""
+    return [
+        path.stem
+        for path in sorted((CONF / group).glob("*.yaml"))
+        if all(str(OmegaConf.load(path).get(k)) == v for k, v in keys.items())
+    ]

@@ -4,6 +4,7 @@ fixed-knowledge task's table (docs/tasks.md)."""
 import numpy as np
 import pytest
 
+from longterm.named import generator_of
 from longterm.tasks import NO_TARGET, default_width, generate
 from longterm.tasks.algorithmic import END, PRINT, SYMBOLS, VARIABLES, replay
 from longterm.tasks.knowledge import CLASSES, VOCAB, blind_ceiling, table
@@ -48,7 +49,7 @@ def test_every_label_is_what_the_interpreter_prints(statements, variables):
     """Every generated sequence replays without breaking a rule; its labelled steps are exactly
     the `;` of its prints, each labelled with the printed value - 1, one step after `print v`."""
     params = {"statements": statements, "variables": variables}
-    X, y, mask = generate("algorithmic", np.random.RandomState(3), 40, 400, **params)
+    X, y, mask = generate(generator_of("algorithmic"), np.random.RandomState(3), 40, 400, **params)
     assert X.shape == (400, default_width(40), len(SYMBOLS)) and y.shape == mask.shape
     assert np.all(y[~mask] == NO_TARGET) and np.all(X[~mask] == 0)
     for i in range(len(X)):
@@ -70,7 +71,7 @@ def test_statement_kinds_and_outcomes_all_occur():
     """Every kind of statement, both comparisons against a variable and a constant, conditions
     that hold and that do not, and values across 1..10 occur; the best constant predictor stays
     near 1/10."""
-    X, y, mask = generate("algorithmic", np.random.RandomState(0), 50, 2000)
+    X, y, mask = generate(generator_of("algorithmic"), np.random.RandomState(0), 50, 2000)
     text = " ".join(" ".join(SYMBOLS[t] for t in real_tokens(X, mask, i)) for i in range(len(X)))
     for piece in ("= ", "++", "--", "print", "if a <", "if b >", "< 5 :", "> c :"):
         assert piece in text, piece
@@ -83,9 +84,9 @@ def test_statement_kinds_and_outcomes_all_occur():
 
 
 def test_one_seed_one_stream():
-    a = generate("algorithmic", np.random.RandomState(9), 30, 50, statements=5)
-    b = generate("algorithmic", np.random.RandomState(9), 30, 50, statements=5)
-    c = generate("algorithmic", np.random.RandomState(10), 30, 50, statements=5)
+    a = generate(generator_of("algorithmic"), np.random.RandomState(9), 30, 50, statements=5)
+    b = generate(generator_of("algorithmic"), np.random.RandomState(9), 30, 50, statements=5)
+    c = generate(generator_of("algorithmic"), np.random.RandomState(10), 30, 50, statements=5)
     assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=True))
     assert not np.array_equal(a[0], c[0])
 
@@ -95,7 +96,7 @@ def test_one_seed_one_stream():
 )
 def test_bad_parameters_are_refused(params, error):
     with pytest.raises(ValueError, match=error):
-        generate("algorithmic", np.random.RandomState(0), 30, 1, **params)
+        generate(generator_of("algorithmic"), np.random.RandomState(0), 30, 1, **params)
 
 
 @pytest.mark.parametrize("arity", [1, 2])
@@ -105,7 +106,9 @@ def test_fixed_knowledge_targets_are_the_fixed_table(arity):
     assert f.shape == (VOCAB,) * arity
     assert np.all(np.bincount(f.ravel()) == VOCAB**arity // CLASSES)
     for seed in (0, 1):
-        X, y, mask = generate("fixed_knowledge", np.random.RandomState(seed), 20, 300, arity=arity)
+        X, y, mask = generate(
+            generator_of("fixed_knowledge"), np.random.RandomState(seed), 20, 300, arity=arity
+        )
         tokens = X.argmax(-1)
         expected = f[tokens] if arity == 1 else f[tokens[:, :-1], tokens[:, 1:]]
         if arity == 2:
@@ -118,7 +121,7 @@ def test_fixed_knowledge_targets_are_the_fixed_table(arity):
 
 def test_fixed_knowledge_reference_levels():
     """Chance 1/8; from x_t alone (arity 2) at most blind_ceiling(), which the table fixes."""
-    X, y, mask = generate("fixed_knowledge", np.random.RandomState(4), 50, 2000)
+    X, y, mask = generate(generator_of("fixed_knowledge"), np.random.RandomState(4), 50, 2000)
     labels = y[y != NO_TARGET]
     assert abs(np.bincount(labels).max() / len(labels) - 1 / CLASSES) < 0.01
     current = X.argmax(-1)[y != NO_TARGET]

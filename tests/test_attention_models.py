@@ -11,6 +11,7 @@ from longterm.models import sequence_model
 from longterm.models.attention import attend
 from longterm.models.feedback import FeedbackEncoder
 from longterm.models.transformer import SelfAttention
+from longterm.named import encoder_of, generator_of
 from longterm.pooling import AttentionPooling, LastStep, MeanPooling
 from longterm.tasks import generate
 
@@ -36,7 +37,7 @@ OWN = {
 def model(name: str, in_features: int, out_features: int, readout, **kw) -> torch.nn.Module:
     """Attention model `name` with the config's values for the keys not given."""
     keys = {**DEFAULTS, **OWN[name], **kw}
-    return sequence_model(name, in_features, out_features, readout, **keys)
+    return sequence_model(encoder_of(name), in_features, out_features, readout, name=name, **keys)
 
 
 def n_params(model: torch.nn.Module) -> int:
@@ -268,7 +269,7 @@ def test_padding_never_changes_the_output(name, readout):
     """Real steps then any padding: the output equals that of the unpadded sequence."""
     torch.manual_seed(0)
     net = model(name, 8, 4, readout(16, mask_padding=True), dim=16, attn_span=16)
-    x, _, mask = generate("temporal_order", np.random.RandomState(0), 30, 4)
+    x, _, mask = generate(generator_of("temporal_order"), np.random.RandomState(0), 30, 4)
     x, mask = torch.from_numpy(x).float(), torch.from_numpy(mask)
     padded = torch.cat([x, torch.randn(4, 9, 8)], dim=1)  # garbage on 9 more padded steps
     padded_mask = torch.cat([mask, torch.zeros(4, 9, dtype=torch.bool)], dim=1)

@@ -44,7 +44,11 @@ def test_every_shipped_config_passes():
         ("lr", -1e-3, "lr=-0.001 is invalid: Input should be greater than 0"),
         ("lr", "fast", "lr='fast' is invalid: Input should be a valid number"),
         ("seed", -1, "seed=-1 is invalid: Input should be greater than or equal to 0"),
-        ("task.name", "sum", "task.name='sum' is invalid: Input should be 'addition'"),
+        (
+            "task.generator",
+            "longterm.tasks.marked.sum",
+            "task.generator=longterm.tasks.marked.sum is invalid: module longterm.tasks.marked",
+        ),
         (
             "data.batch_size",
             0,

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from longterm.data import MAX_FEED_WORKERS, FixedLengthData, VariableLengthData, feed_workers
+from longterm.named import generator_of
 from longterm.tasks import default_width
 
 
@@ -26,9 +27,13 @@ def on_device(dm, device_type):
 def test_batches_do_not_depend_on_worker_count(workers, device):
     """num_workers=auto on an accelerator (meta stands for one) runs workers wherever the job has
     two CPUs or more; the batches are those of the main process."""
-    serial = FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6, num_workers=0)
+    serial = FixedLengthData(
+        generator_of("addition"), T0=50, seed=3, batches_per_epoch=6, num_workers=0
+    )
     parallel = on_device(
-        FixedLengthData("addition", T0=50, seed=3, batches_per_epoch=6, num_workers=workers),
+        FixedLengthData(
+            generator_of("addition"), T0=50, seed=3, batches_per_epoch=6, num_workers=workers
+        ),
         device,
     )
     cpus = len(os.sched_getaffinity(0))
@@ -46,7 +51,9 @@ def test_auto_workers_follow_the_device_and_the_cpus_of_the_job(monkeypatch):
         assert feed_workers("auto", "cpu") == 0
         assert feed_workers(3, "cpu") == feed_workers(3, "cuda") == 3
     loaders = {
-        device: on_device(FixedLengthData("addition", T0=50), device).train_dataloader()
+        device: on_device(
+            FixedLengthData(generator_of("addition"), T0=50), device
+        ).train_dataloader()
         for device in ("cpu", "cuda")
     }
     assert not loaders["cpu"].pin_memory and loaders["cuda"].pin_memory
@@ -54,16 +61,20 @@ def test_auto_workers_follow_the_device_and_the_cpus_of_the_job(monkeypatch):
 
 def test_each_array_is_converted_once():
     """x float64 -> float32; a class stays int64 (not float32 and back); a value is float32."""
-    x, y, _ = epoch_batches(FixedLengthData("temporal_order", T0=50, batches_per_epoch=1), 0)[0]
+    x, y, _ = epoch_batches(
+        FixedLengthData(generator_of("temporal_order"), T0=50, batches_per_epoch=1), 0
+    )[0]
     assert x.dtype == torch.float32 and y.dtype == torch.int64
-    _, y, _ = epoch_batches(FixedLengthData("xor", T0=50, batches_per_epoch=1), 0)[0]
+    _, y, _ = epoch_batches(FixedLengthData(generator_of("xor"), T0=50, batches_per_epoch=1), 0)[0]
     assert y.dtype == torch.float32
 
 
 def test_epochs_seeds_and_batches_differ():
-    dm = FixedLengthData("addition", T0=50, seed=0, batches_per_epoch=2)
+    dm = FixedLengthData(generator_of("addition"), T0=50, seed=0, batches_per_epoch=2)
     e0, e1 = epoch_batches(dm, 0), epoch_batches(dm, 1)
-    other = epoch_batches(FixedLengthData("addition", T0=50, seed=1, batches_per_epoch=2), 0)
+    other = epoch_batches(
+        FixedLengthData(generator_of("addition"), T0=50, seed=1, batches_per_epoch=2), 0
+    )
     x = [b[0] for b in (e0[0], e0[1], e1[0], other[0])]
     assert all(
         not torch.equal(x[i], x[j])
@@ -76,7 +87,11 @@ def test_epochs_seeds_and_batches_differ():
 
 def test_per_batch_lengths_have_no_padding():
     dm = FixedLengthData(
-        "multiplication", T0=100, lengths="per_batch", batches_per_epoch=200, batch_size=4
+        generator_of("multiplication"),
+        T0=100,
+        lengths="per_batch",
+        batches_per_epoch=200,
+        batch_size=4,
     )
     lengths = set()
     for x, y, mask in epoch_batches(dm, 0):
@@ -86,14 +101,16 @@ def test_per_batch_lengths_have_no_padding():
 
 
 def test_per_sequence_lengths_are_padded_with_a_mask():
-    dm = FixedLengthData("addition", T0=50, batches_per_epoch=1)  # per_sequence by default
+    dm = FixedLengthData(
+        generator_of("addition"), T0=50, batches_per_epoch=1
+    )  # per_sequence by default
     x, _, mask = epoch_batches(dm, 0)[0]
     assert x.shape == (100, 56, 2) and not mask.all()
     assert (x[~mask] == 0).all()
 
 
 def test_fixed_validation_set():
-    dm = FixedLengthData("addition", T0=50, seed=0, val_size=1000)
+    dm = FixedLengthData(generator_of("addition"), T0=50, seed=0, val_size=1000)
     dm.setup("fit")
     assert sum(len(y) for _, y, _ in dm.validation) == 1000
     first = dm.validation[0][0].clone()
@@ -103,11 +120,11 @@ def test_fixed_validation_set():
 
 def test_variable_lengths():
     dm = VariableLengthData(
-        "addition", min_length=50, max_length=60, batches_per_epoch=300, batch_size=2
+        generator_of("addition"), min_length=50, max_length=60, batches_per_epoch=300, batch_size=2
     )
     lengths = {x.shape[1] for x, _, _ in epoch_batches(dm, 0)}
     assert lengths == set(range(50, 61))  # inclusive bounds
-    dm = VariableLengthData("addition")
+    dm = VariableLengthData(generator_of("addition"))
     dm.setup("fit")
     assert [x.shape[1] for x, _, _ in dm.validation] == [
         int(t) for t in np.linspace(50, 10000, 100)

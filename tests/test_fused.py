@@ -13,6 +13,7 @@ from longterm.analysis.events import curve
 from longterm.models import feedforward as feedforward_module
 from longterm.models import fused_cpu, sequence_model
 from longterm.models.fused import encode_pool
+from longterm.named import encoder_of
 from longterm.pooling import AttentionPooling, MeanPooling
 
 # (backend, chunk): the compiled kernels; PyTorch ops in chunks of 5 steps (several chunks, as
@@ -22,7 +23,9 @@ BACKENDS = [("cpu", 5), ("chunked", 5), ("chunked", 1000)]
 
 def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):
     """The paper's model, fused as conf/model/feedforward.yaml has it, D = 100 unless given."""
-    return sequence_model("feedforward", in_features, out_features, readout, dim, impl=impl, **kw)
+    return sequence_model(
+        encoder_of("feedforward"), in_features, out_features, readout, dim, impl=impl, **kw
+    )
 
 
 def params(D: int = 6, F: int = 3, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:

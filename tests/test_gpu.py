@@ -7,6 +7,7 @@ from conftest import composed
 
 from longterm.batches import FixedLengthBatches, batch_rng
 from longterm.models import fused
+from longterm.named import generator_of
 from longterm.run import build_model
 
 pytestmark = [
@@ -42,7 +43,7 @@ def test_every_implementation_agrees_with_the_reference(impl, pool, mask_padding
     model = build_model(composed(*overrides, f"model.impl={impl.split()[0]}")).net
     model.load_state_dict(reference.state_dict())
     model.to(DEVICE)
-    batch = FixedLengthBatches("addition", 1000, 100)(batch_rng(0, 0, 0, 0))
+    batch = FixedLengthBatches(generator_of("addition"), 1000, 100)(batch_rng(0, 0, 0, 0))
     batch = tuple(t.to(DEVICE) for t in batch)
     (ref_out, ref_grads), (out, grads) = update(reference, batch), update(model, batch)
     torch.testing.assert_close(out, ref_out, **F32)

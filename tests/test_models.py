@@ -4,12 +4,15 @@ import pytest
 import torch
 
 from longterm.models import sequence_model
+from longterm.named import encoder_of
 from longterm.pooling import AttentionPooling, MeanPooling
 
 
 def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):
     """The paper's model, fused as conf/model/feedforward.yaml has it, D = 100 unless given."""
-    return sequence_model("feedforward", in_features, out_features, readout, dim, impl=impl, **kw)
+    return sequence_model(
+        encoder_of("feedforward"), in_features, out_features, readout, dim, impl=impl, **kw
+    )
 
 
 def n_params(model):

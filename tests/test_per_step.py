@@ -3,15 +3,16 @@ reads is causal, and per-step runs train and evaluate through the real entry poi
 
 import pytest
 import torch
-from conftest import TINY, quick, sweep_results, train_py
+from conftest import TINY, conf_names, quick, sweep_results, train_py
 from torch.nn import functional as F
 
 from longterm.analysis.evaluate import load_module, step_predictions
 from longterm.analysis.evaluate import main as evaluate_main
 from longterm.analysis.events import scalars
-from longterm.choices import CAUSAL_MODELS, targets_error
+from longterm.choices import targets_error
 from longterm.models import sequence_model
 from longterm.module import MemoryTaskModule
+from longterm.named import encoder_of
 from longterm.pooling import PerStep
 from longterm.tasks import NO_TARGET
 
@@ -52,9 +53,9 @@ def test_per_step_targets_need_cross_entropy():
 
 def test_a_model_that_sees_later_steps_is_refused_per_step():
     """Every model here is causal; the rule stands for one that is not."""
-    error = targets_error("algorithmic", "per_step", "bidirectional_lstm", "cross_entropy")
-    assert error.startswith("pool=per_step is invalid with model=bidirectional_lstm: its state")
-    assert targets_error("algorithmic", "per_step", "lstm", "cross_entropy") is None
+    error = targets_error("algorithmic", "step", "per_step", "bilstm", False, "cross_entropy")
+    assert error.startswith("pool=per_step is invalid with model=bilstm: its state")
+    assert targets_error("algorithmic", "step", "per_step", "lstm", True, "cross_entropy") is None
 
 
 SMALL = {"heads": 2, "layers": 2, "attn_span": 8}
@@ -65,12 +66,14 @@ OWN = {
 }
 
 
-@pytest.mark.parametrize("name", CAUSAL_MODELS)
+@pytest.mark.parametrize("name", conf_names("model"))
 def test_every_model_per_step_reads_is_causal(name):
     """The output at step t does not change when steps after t change, and does when step t
     does (float64, so equal means equal)."""
     torch.manual_seed(0)
-    net = sequence_model(name, 3, 4, PerStep(8), dim=8, hidden=6, **OWN.get(name, {})).double()
+    net = sequence_model(
+        encoder_of(name), 3, 4, PerStep(8), dim=8, hidden=6, **OWN.get(name, {})
+    ).double()
     x = torch.randn(2, 12, 3, dtype=torch.float64)
     later = x.clone()
     later[:, 6:] = torch.randn(2, 6, 3, dtype=torch.float64)

@@ -61,7 +61,7 @@ BAD_COMMAND_LINES = [
     (
         ["pool=per_step", "model=lstm"],
         "pool=per_step is invalid with task=addition: it has one target per sequence; use "
-        "pool=last|attention|mean, or a task that labels steps (algorithmic, fixed_knowledge)",
+        "pool=last|attention|mean, or a task that labels steps (task.labels=step)",
     ),
     (
         ["task=fixed_knowledge", "pool=per_step", "task.loss=mse", "task.n_outputs=1"],

@@ -6,6 +6,7 @@ import torch
 
 from longterm.models import sequence_model
 from longterm.models.linear_memory import linear_scan
+from longterm.named import encoder_of, generator_of
 from longterm.pooling import AttentionPooling, LastStep, MeanPooling
 from longterm.tasks import generate
 
@@ -16,7 +17,9 @@ def n_params(model: torch.nn.Module) -> int:
 
 def model(name: str, in_features: int, out_features: int, readout, dim: int = 100, **kw):
     """Model `name` of width D = 100 unless given, the reference implementation."""
-    return sequence_model(name, in_features, out_features, readout, dim, **kw)
+    return sequence_model(
+        encoder_of(name), in_features, out_features, readout, dim, name=name, **kw
+    )
 
 
 HEAD = 100 * 100 + 100 + 100 * 4 + 4  # the paper's head, D = hidden = 100, 4 outputs
@@ -67,7 +70,7 @@ def test_padding_never_changes_the_output(name, readout):
     """Real steps then any padding: the output equals that of the unpadded sequence."""
     torch.manual_seed(0)
     net = model(name, 8, 4, readout(100, mask_padding=True))
-    x, _, mask = generate("temporal_order", np.random.RandomState(0), 30, 6)
+    x, _, mask = generate(generator_of("temporal_order"), np.random.RandomState(0), 30, 6)
     x, mask = torch.from_numpy(x).float(), torch.from_numpy(mask)
     padded = torch.cat([x, torch.randn(6, 9, 8)], dim=1)  # garbage on 9 more padded steps
     padded_mask = torch.cat([mask, torch.zeros(6, 9, dtype=torch.bool)], dim=1)
@@ -91,7 +94,7 @@ def swap_relevant_symbols(x: torch.Tensor) -> torch.Tensor:
 
 def xy_and_yx(T0: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Temporal-order sequences of classes XY and YX, the same with the symbols swapped, mask."""
-    X, y, mask = generate("temporal_order", np.random.RandomState(0), T0, 400)
+    X, y, mask = generate(generator_of("temporal_order"), np.random.RandomState(0), T0, 400)
     keep = (y == 1) | (y == 2)
     x, mask = torch.from_numpy(X[keep]).float(), torch.from_numpy(mask[keep])
     swapped = swap_relevant_symbols(x)

@@ -5,6 +5,7 @@ from itertools import product
 import numpy as np
 import pytest
 
+from longterm.named import generator_of
 from longterm.tasks import default_width, generate
 from longterm.tasks.order import N_SYMBOLS, B, E, X, order_blind_ceiling, positions
 from longterm.tasks.recall import FILLER, N_KEYS, QUERY
@@ -20,16 +21,16 @@ NEW_TASKS = {
 
 @pytest.mark.parametrize("task, params", NEW_TASKS.items())
 def test_lengths_padding_and_seeding(task, params):
-    X_, y, mask = generate(task, np.random.RandomState(5), 40, 3000, **params)
+    X_, y, mask = generate(generator_of(task), np.random.RandomState(5), 40, 3000, **params)
     width = default_width(40)
     lengths = mask.sum(1)
     assert X_.shape[:2] == (3000, width) and y.dtype == np.int64
     assert set(np.unique(lengths)) == set(range(40, width))  # uniform on [T0, width - 1]
     assert np.all(mask == (np.arange(width) < lengths[:, None]))
     assert np.all(X_[~mask] == 0) and np.all(X_[mask].sum(-1) >= 1)  # one-hot on real steps only
-    again = generate(task, np.random.RandomState(5), 40, 3000, **params)
+    again = generate(generator_of(task), np.random.RandomState(5), 40, 3000, **params)
     assert all(np.array_equal(a, b) for a, b in zip((X_, y, mask), again, strict=True))
-    X1, _, mask1 = generate(task, np.random.RandomState(5), 37, 10, 37, **params)
+    X1, _, mask1 = generate(generator_of(task), np.random.RandomState(5), 37, 10, 37, **params)
     assert X1.shape[:2] == (10, 37) and mask1.all()  # one length, no padding
 
 
@@ -41,7 +42,7 @@ def constant_predictor_accuracy(y: np.ndarray) -> float:
 @pytest.mark.parametrize("task, n_relevant", [("temporal_order", 2), ("temporal_order3", 3)])
 def test_temporal_order_symbols_positions_and_classes(task, n_relevant):
     n, T0 = 40_000, 100
-    X_, y, mask = generate(task, np.random.RandomState(0), T0, n)
+    X_, y, mask = generate(generator_of(task), np.random.RandomState(0), T0, n)
     tokens = X_.argmax(-1)
     lengths, rows = mask.sum(1), np.arange(n)
     assert np.all(tokens[:, 0] == E) and np.all(tokens[rows, lengths - 1] == B)
@@ -66,7 +67,7 @@ def test_temporal_order_symbols_positions_and_classes(task, n_relevant):
 def test_order_blind_ceiling_is_what_counting_x_and_y_allows(n_relevant):
     """The best predictor from the number of Y alone (what pooling can see) scores the ceiling."""
     task = "temporal_order" if n_relevant == 2 else "temporal_order3"
-    X_, y, _ = generate(task, np.random.RandomState(1), 50, 40_000)
+    X_, y, _ = generate(generator_of(task), np.random.RandomState(1), 50, 40_000)
     n_y = X_[:, :, X + 1].sum(1).astype(int)
     best = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)
     assert abs(best - order_blind_ceiling(n_relevant)) < 0.01
@@ -76,7 +77,7 @@ def test_order_blind_ceiling_is_what_counting_x_and_y_allows(n_relevant):
 def test_temporal_order_positions_scale_with_length():
     assert positions(100, 2) == [(10, 20), (50, 60)]
     assert positions(1000, 3) == [(100, 200), (330, 430), (660, 760)]
-    X_, _, mask = generate("temporal_order", np.random.RandomState(2), 11, 500)
+    X_, _, mask = generate(generator_of("temporal_order"), np.random.RandomState(2), 11, 500)
     assert X_.shape[-1] == N_SYMBOLS and np.all((X_.argmax(-1) >= X).sum(1) == 2)
 
 
@@ -107,7 +108,7 @@ def run_program(tokens: list[str]) -> tuple[int, list[str]]:
 
 
 def test_variable_tracking_target_is_the_last_printed_value():
-    X_, y, mask = generate("variable_tracking", np.random.RandomState(3), 60, 2000)
+    X_, y, mask = generate(generator_of("variable_tracking"), np.random.RandomState(3), 60, 2000)
     seen_kinds = set()
     for x, target, m in zip(X_, y, mask, strict=True):
         tokens = [SYMBOLS[i] for i in x[m].argmax(-1)]
@@ -121,16 +122,16 @@ def test_variable_tracking_target_is_the_last_printed_value():
 
 
 def test_variable_tracking_shortest_program():
-    X_, y, mask = generate("variable_tracking", np.random.RandomState(0), 11, 5, 11)
+    X_, y, mask = generate(generator_of("variable_tracking"), np.random.RandomState(0), 11, 5, 11)
     assert mask.all() and X_.shape == (5, 11, len(SYMBOLS))
     with pytest.raises(ValueError, match="needs length >= 11"):
-        generate("variable_tracking", np.random.RandomState(0), 10, 5, 10)
+        generate(generator_of("variable_tracking"), np.random.RandomState(0), 10, 5, 10)
 
 
 @pytest.mark.parametrize("k", [1, 2, 8])
 def test_associative_recall_pairs_query_and_target(k):
     n = 20_000
-    X_, y, mask = generate("associative_recall", np.random.RandomState(4), 50, n, k=k)
+    X_, y, mask = generate(generator_of("associative_recall"), np.random.RandomState(4), 50, n, k=k)
     tokens, rows, lengths = X_.argmax(-1), np.arange(n), mask.sum(1)
     keys, values = tokens[:, 0 : 2 * k : 2], tokens[:, 1 : 2 * k : 2] - N_KEYS
     assert keys.max() < N_KEYS and values.min() >= 0 and values.max() < N_KEYS
@@ -149,17 +150,17 @@ def test_associative_recall_pairs_query_and_target(k):
 
 def test_associative_recall_refuses_too_many_pairs():
     with pytest.raises(ValueError, match="k=8 needs length >= 17"):
-        generate("associative_recall", np.random.RandomState(0), 16, 2, 16, k=8)
+        generate(generator_of("associative_recall"), np.random.RandomState(0), 16, 2, 16, k=8)
     with pytest.raises(ValueError, match="must be in 1..16"):
-        generate("associative_recall", np.random.RandomState(0), 50, 2, k=17)
+        generate(generator_of("associative_recall"), np.random.RandomState(0), 50, 2, k=17)
 
 
 def test_xor_as_classes_is_balanced():
-    _, y, _ = generate("xor", np.random.RandomState(0), 50, 20_000)
+    _, y, _ = generate(generator_of("xor"), np.random.RandomState(0), 50, 20_000)
     assert abs(y.mean() - 0.5) < 0.01
 
 
 def test_class_products_cover_every_label():
     for task, n_relevant in (("temporal_order", 2), ("temporal_order3", 3)):
-        _, y, _ = generate(task, np.random.RandomState(9), 30, 4000)
+        _, y, _ = generate(generator_of(task), np.random.RandomState(9), 30, 4000)
         assert set(np.unique(y)) == set(range(len(list(product("XY", repeat=n_relevant)))))

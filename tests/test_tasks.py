@@ -1,8 +1,10 @@
 import numpy as np
 import pytest
+from conftest import CONF
 
-from longterm.choices import TASKS
-from longterm.tasks import GENERATORS, MIN_LENGTH, default_width, generate
+from longterm.named import generator_of
+from longterm.plugins import PluginError, generator
+from longterm.tasks import MIN_LENGTH, default_width, generate
 from longterm.tasks.marked import MARKED_TASKS
 
 
@@ -10,7 +12,7 @@ def test_generator_equals_every_reference_case(reference_cases):
     assert len(reference_cases) >= 6
     for case, X_ref, y_ref, mask_ref in reference_cases:
         X, y, mask = generate(
-            case["task"],
+            generator_of(case["task"]),
             np.random.RandomState(case["seed"]),
             case["min_length"],
             case["n_sequences"],
@@ -31,7 +33,7 @@ def test_width_is_ceil_of_1_1_t0():
 @pytest.mark.parametrize("task", MARKED_TASKS)
 @pytest.mark.parametrize("T0", [50, 100])
 def test_structure(task, T0):
-    X, y, mask = generate(task, np.random.RandomState(7), T0, 2000)
+    X, y, mask = generate(generator_of(task), np.random.RandomState(7), T0, 2000)
     width = default_width(T0)
     lengths = mask.sum(1)
     assert X.shape == (2000, width, 2) and mask.shape == (2000, width)
@@ -49,47 +51,52 @@ def test_structure(task, T0):
 
 def test_addition_and_multiplication_target_statistics():
     rng = np.random.RandomState(0)
-    X, y, _ = generate("addition", rng, 100, 200_000)
+    X, y, _ = generate(generator_of("addition"), rng, 100, 200_000)
     marked = (X[:, :, 0] * (X[:, :, 1] == 1)).sum(1)
     np.testing.assert_allclose(y, 0.5 + marked / 4)
     assert abs(y.mean() - 0.5) < 0.002 and abs(y.std() - 0.204) < 0.002  # sd = sqrt(2/3)/4
-    X, y, _ = generate("multiplication", rng, 100, 200_000)
+    X, y, _ = generate(generator_of("multiplication"), rng, 100, 200_000)
     marked = np.where(X[:, :, 1] == 1, X[:, :, 0], 1).prod(1)
     np.testing.assert_allclose(y, marked)
     assert abs(y.mean() - 0.25) < 0.002 and abs(y.std() - 0.2205) < 0.002  # sd = sqrt(1/9 - 1/16)
 
 
 def test_xor_target_is_xor_of_marked_bits():
-    X, y, _ = generate("xor", np.random.RandomState(3), 50, 500)
+    X, y, _ = generate(generator_of("xor"), np.random.RandomState(3), 50, 500)
     bits = X[:, :, 0][X[:, :, 1] == 1].reshape(-1, 2).astype(bool)
     assert y.dtype == bool and np.array_equal(y, bits[:, 0] ^ bits[:, 1])
     assert 0.4 < y.mean() < 0.6
 
 
 def test_fixed_length_batch_has_no_padding():
-    X, y, mask = generate("addition", np.random.RandomState(0), 53, 10, 53)
+    X, y, mask = generate(generator_of("addition"), np.random.RandomState(0), 53, 10, 53)
     assert X.shape == (10, 53, 2) and mask.all()
 
 
 def test_shortest_supported_length_keeps_markers_apart():
-    X, _, mask = generate("addition", np.random.RandomState(1), MIN_LENGTH, 5000)
+    X, _, mask = generate(generator_of("addition"), np.random.RandomState(1), MIN_LENGTH, 5000)
     assert np.all((X[:, :, 1] == 1).sum(1) == 2) and np.all((X[:, :, 1] == -1).sum(1) == 2)
 
 
-def test_unknown_task():
-    with pytest.raises(ValueError, match="unknown task 'sum'"):
-        generate("sum", np.random.RandomState(0), 50, 1)
+def test_a_generator_path_that_does_not_import_is_one_line():
+    with pytest.raises(PluginError, match="module longterm.tasks.marked has no 'sum'"):
+        generate("longterm.tasks.marked.sum", np.random.RandomState(0), 50, 1)
+    with pytest.raises(PluginError, match="no module named 'mylab'"):
+        generate("mylab.tasks.sum", np.random.RandomState(0), 50, 1)
 
 
-def test_every_task_choice_has_one_generator():
-    assert sorted(TASKS) == sorted(GENERATORS)
+def test_every_task_conf_file_names_a_generator():
+    for path in sorted((CONF / "task").glob("*.yaml")):
+        assert callable(generator(generator_of(path.stem))), path
 
 
 def test_xor_classification_draws_the_xor_data():
     """The two-class xor task is the paper's xor data; only its loss and readout differ."""
     for T0, max_length in ((50, None), (60, 60)):
-        xor = generate("xor", np.random.RandomState(11), T0, 200, max_length)
-        classes = generate("xor_classification", np.random.RandomState(11), T0, 200, max_length)
+        xor = generate(generator_of("xor"), np.random.RandomState(11), T0, 200, max_length)
+        classes = generate(
+            generator_of("xor_classification"), np.random.RandomState(11), T0, 200, max_length
+        )
         for a, b in zip(xor, classes, strict=True):
             np.testing.assert_array_equal(a, b)
             assert a.dtype == b.dtype

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FOUR_STEPS, composed, quick, read_json, train_py
+from conftest import FOUR_STEPS, composed, conf_names, quick, read_json, train_py
 from google.protobuf import struct_pb2
 from omegaconf import OmegaConf, open_dict
 from tensorboard import context
@@ -24,7 +24,7 @@ from tensorboard.plugins.hparams import (
 
 from longterm import naming
 from longterm.analysis.events import scalars
-from longterm.choices import ATTENTION_MODELS, LENGTHS, LOSSES, PER_STEP_MODELS, POOLS, TASKS
+from longterm.choices import LENGTHS, LOSSES, POOLS
 from longterm.hparams import (
     FILE_VERSION,
     SCHEMA,
@@ -111,8 +111,8 @@ def test_the_table_opens_on_the_columns_that_matter(board):
 
 def test_every_string_key_has_its_allowed_values_to_filter_by(board):
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
-    models = (*PER_STEP_MODELS, *ATTENTION_MODELS)
-    allowed = dict(task=TASKS, pool=POOLS, model=models, data=("fixed", "variable"))
+    names = dict(task=tuple(conf_names("task")), model=tuple(conf_names("model")))
+    allowed = dict(**names, pool=POOLS, data=("fixed", "variable"))
     allowed |= dict(loss=LOSSES, lengths=LENGTHS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
     assert strings == set(allowed)
@@ -243,18 +243,20 @@ def test_a_run_keeps_one_start_record_and_an_earlier_end_is_dropped(tmp_path):
     """A resumed run writes no second start; a rerun after a failure, or with other settings,
     drops the earlier records and writes its own."""
     params = {"task": "addition", "lr": 1e-3, "max_epochs": 2}
+    names = {"task": ("addition",), "model": ("feedforward",)}
     first = Event(file_version=FILE_VERSION).SerializeToString()
     written = [first] + [
-        Event(step=0, summary=s).SerializeToString() for s in (experiment(), session_start(params))
+        Event(step=0, summary=s).SerializeToString()
+        for s in (experiment(names), session_start(params))
     ]
     write_file(tmp_path / "events.out.tfevents.1.host.1.0", written)
     added = []
-    open_session(tmp_path, added.append, params)  # resumed: the start record is there
+    open_session(tmp_path, added.append, params, names)  # resumed: the start record is there
     assert added == []
     failed = {"status": "failed", "best_acc": None, "epochs": 1, "updates": 3}
     close_session(tmp_path, failed)
     assert len(records(tmp_path)[metadata.SESSION_END_INFO_TAG]) == 1
-    open_session(tmp_path, added.append, params)  # the rerun of a failed run
+    open_session(tmp_path, added.append, params, names)  # the rerun of a failed run
     assert [s.value[0].tag for s in added] == [
         metadata.EXPERIMENT_TAG,
         metadata.SESSION_START_INFO_TAG,

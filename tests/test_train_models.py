@@ -3,9 +3,9 @@
 import math
 
 import pytest
-from conftest import TINY, multirun, quick, read_json, train_py
+from conftest import TINY, conf_names, multirun, quick, read_json, train_py
 
-from longterm.choices import SEQUENCE_TASKS as TASKS
+TASKS = conf_names("task", labels="sequence")
 
 CLASSES = {"xor_classification": 2, "temporal_order": 4, "temporal_order3": 8}
 ARCHS = {  # arch= preset: model, readout, parameters on temporal_order (F=8, 4 classes)

@@ -1,7 +1,10 @@
 """Check a composed config before any work is done: `validate(cfg)` raises `ConfigError` with one
-line naming the key, the value and what is allowed. The keys and their rules are schema.py's.
+line naming the key, the value and what is allowed. The keys and their rules are schema.py's; a
+model's own keys are its encoder's signature, and a task's generator is run once to see that it
+gives what its section declares (longterm.plugins).
 
-This module imports no torch or Lightning, so a bad command line fails in about a second.
+No Lightning is imported; torch only with the encoder's module, which is built on PyTorch's
+`meta` device (shapes, no memory, no computation) to run its constructor's own checks.
 """
 
 from typing import Any
@@ -10,9 +13,10 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from longterm.choices import impl_error, targets_error
+from longterm.choices import COMMON_MODEL_KEYS, impl_error, targets_error
+from longterm.plugins import PluginError, encoder_class, encoder_keys, generator
 from longterm.schema import FixedDataSection, OpenSection, TrainConfig
-from longterm.tasks import generate
+from longterm.tasks import NO_TARGET, default_width
 
 
 class ConfigError(ValueError):
@@ -20,7 +24,7 @@ class ConfigError(ValueError):
 
 
 # Sections chosen from a config group; pydantic puts the choice in an error's location.
-TAGGED = ("model", "data", "launcher")
+TAGGED = ("data", "launcher")
 
 
 def plain(value: Any) -> Any:
@@ -89,32 +93,107 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
                 f"remove it or choose a {section} config that has it"
             ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
-    check_task_params(checked)
+    check_task(checked)
+    causal = check_model(checked)
     check_impl(checked)
-    check_targets(checked)
+    check_targets(checked, causal)
     return checked
+
+
+def check_model(cfg: TrainConfig) -> bool:
+    """The encoder imports, takes the model's keys, and builds; return whether it is causal."""
+    import torch  # the encoder's module has imported it already
+
+    model = cfg.model.model_dump()
+    try:
+        cls = encoder_class(cfg.model.encoder)
+        keys = encoder_keys(cls, model, COMMON_MODEL_KEYS)
+    except PluginError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        with torch.device("meta"):
+            cls(cfg.task.n_features, cfg.model.dim, **keys)
+    except (ValueError, TypeError) as e:  # the constructor's own checks
+        raise ConfigError(f"model: {e}") from None
+    except Exception as e:
+        raise ConfigError(
+            f"model.encoder={cfg.model.encoder} fails to build: {type(e).__name__}: {e}"
+        ) from None
+    return cls.causal
 
 
 def check_impl(cfg: TrainConfig) -> None:
     """The model's implementation can build this model and pooling (choices.impl_error)."""
-    error = impl_error(cfg.model.name, cfg.model.impl, cfg.pool.name)
+    error = impl_error(cfg.model.encoder, cfg.model.name, cfg.model.impl, cfg.pool.name)
     if error:
         raise ConfigError(error)
 
 
-def check_targets(cfg: TrainConfig) -> None:
+def check_targets(cfg: TrainConfig, causal: bool) -> None:
     """The readout gives the task's targets: one per step or one per sequence
     (choices.targets_error)."""
-    error = targets_error(cfg.task.name, cfg.pool.name, cfg.model.name, cfg.task.loss)
+    task = cfg.task
+    error = targets_error(task.name, task.labels, cfg.pool.name, cfg.model.name, causal, task.loss)
     if error:
         raise ConfigError(error)
 
 
-def check_task_params(cfg: TrainConfig) -> None:
-    """The task's generator accepts `task.params` at the shortest length the data asks for
-    (associative_recall: k pairs need 2k + 1 steps); one sequence is drawn to find out."""
+def check_task(cfg: TrainConfig) -> None:
+    """The task's generator imports, accepts `task.params` at the shortest length the data asks
+    for (associative_recall: k pairs need 2k + 1 steps), and gives what the task section declares
+    (task_error); two sequences are drawn to find out."""
+    task = cfg.task
     shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
     try:
-        generate(cfg.task.name, np.random.RandomState(0), shortest, 1, **cfg.task.params)
+        draw = generator(task.generator)
+    except PluginError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        X, y, mask = draw(np.random.RandomState(0), shortest, 2, None, **task.params)
     except (ValueError, TypeError) as e:
-        raise ConfigError(f"task.params={cfg.task.params} is invalid: {e}") from None
+        raise ConfigError(f"task.params={task.params} is invalid: {e}") from None
+    except Exception as e:
+        raise ConfigError(
+            f"task.generator={task.generator} fails: {type(e).__name__}: {e}"
+        ) from None
+    error = task_error(task.model_dump(), X, y, mask, default_width(shortest))
+    if error:
+        raise ConfigError(error)
+
+
+def task_error(
+    task: dict[str, Any], X: np.ndarray, y: np.ndarray, mask: np.ndarray, width: int
+) -> str | None:
+    """Why a generator's batch (X, y, mask) of 2 sequences at the paper's `width` does not match
+    its task section, in one line; None if it does."""
+    name, n = task["name"], len(X)
+    gives = f"task={name}'s generator gives"
+    if np.shape(X) != (n, width, np.shape(X)[-1]) or np.shape(mask) != (n, width):
+        return (
+            f"task.generator={task['generator']} is invalid: {gives} X {np.shape(X)} and mask "
+            f"{np.shape(mask)}; a batch of {n} at min_length {width} pads to ({n}, {width}, F) "
+            f"and ({n}, {width})"
+        )
+    if X.shape[-1] != task["n_features"]:
+        return (
+            f"task.n_features={task['n_features']} is invalid: {gives} {X.shape[-1]} features "
+            "per step"
+        )
+    per_step = np.ndim(y) == 2
+    if np.shape(y) not in ((n,), (n, width)):
+        return f"task.generator={task['generator']} is invalid: {gives} y of shape {np.shape(y)}"
+    if per_step != (task["labels"] == "step"):
+        kind = "step" if per_step else "sequence"
+        return f"task.labels={task['labels']} is invalid: {gives} one target per {kind}; use {kind}"
+    if task["loss"] == "cross_entropy":
+        labels = np.asarray(y)[np.asarray(y) != NO_TARGET] if per_step else np.asarray(y)
+        if labels.size and (
+            not np.all(labels == np.round(labels))
+            or labels.min() < 0
+            or labels.max() >= task["n_outputs"]
+        ):
+            return (
+                f"task.n_outputs={task['n_outputs']} is invalid: {gives} labels "
+                f"{labels.min()}..{labels.max()}; classes must be 0..n_outputs - 1"
+            )
+    return None

@@ -2,10 +2,13 @@
 plugin's `summary` module needs TensorFlow; torch's `hparams()` takes its schema from one run and
 marks no column as differing).
 
-- The experiment: one fixed schema in every run (`SCHEMA`), every key `run.run_params` can give;
+- The experiment: one schema in every run (`SCHEMA`), every key `run.run_params` can give;
   each string key has its allowed values as a discrete domain, so `pool=mean` can be ticked as a
-  filter. `differs` is set on task, pool, model, T0 and lr (`COLUMNS`): TensorBoard lists the
-  differing hyperparameters first, so the table opens on them.
+  filter. A model's and a task's names are those of the conf files on the run's config search
+  path (`experiment(names)`: the built-ins and a user's own, with the run's own name), so a
+  sweep of a user's model lists it beside the built-ins. `differs` is set on task, pool, model,
+  T0 and lr (`COLUMNS`): TensorBoard lists the differing hyperparameters first, so the table
+  opens on them.
 - The session start, the run's settings: written once per run; a resumed run finds it on disk.
 - At the end, in an event file of its own: the verdict scalars (`METRICS`), which every finished
   run has (parallel coordinates draw only the runs that have every ticked metric; `val/acc` is
@@ -29,14 +32,16 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from longterm.choices import DATA, LENGTHS, LOSSES, MODELS, POOLS, TASKS
+from longterm.choices import DATA, LENGTHS, LOSSES, POOLS
 from longterm.rundir import event_files
 
+# Named by conf files, not listed: their values are given to `experiment` by the run.
+NAMED = ("task", "model")
 # Every key of run.run_params: a string key's allowed values, or the type of its value.
 SCHEMA: dict[str, tuple[str, ...] | type] = {
-    "task": TASKS,
+    "task": (),
     "pool": POOLS,
-    "model": MODELS,
+    "model": (),
     "data": DATA,
     "loss": LOSSES,
     "lengths": LENGTHS,  # data=fixed
@@ -90,13 +95,15 @@ def hparam_info(name: str, kind: tuple[str, ...] | type) -> api_pb2.HParamInfo:
     return info
 
 
-def experiment() -> Summary:
-    """The schema of the HPARAMS table: hyperparameters and metrics."""
+def experiment(names: Mapping[str, tuple[str, ...]]) -> Summary:
+    """The schema of the HPARAMS table: hyperparameters and metrics; `names` gives the values of
+    the NAMED keys (task, model)."""
     metrics = [
         api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag), description=text)
         for tag, text in METRICS.items()
     ]
-    infos = [hparam_info(name, kind) for name, kind in SCHEMA.items()]
+    schema = {**SCHEMA, **{key: tuple(names[key]) for key in NAMED}}
+    infos = [hparam_info(name, kind) for name, kind in schema.items()]
     exp = api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics)
     return summary(metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=exp))
 
@@ -175,7 +182,10 @@ def forget_session(run_dir: Path) -> None:
 
 
 def open_session(
-    run_dir: Path, add_summary: Callable[[Summary], None], params: Mapping[str, Any]
+    run_dir: Path,
+    add_summary: Callable[[Summary], None],
+    params: Mapping[str, Any],
+    names: Mapping[str, tuple[str, ...]],
 ) -> None:
     """Write the experiment and the session start through `add_summary` (the run's own event
     writer), unless `run_dir`'s event files hold exactly this run's start record already.
@@ -195,7 +205,7 @@ def open_session(
         return
     if found:
         forget_session(run_dir)
-    add_summary(experiment())
+    add_summary(experiment(names))
     add_summary(session_start(params))
 
 

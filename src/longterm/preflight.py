@@ -13,19 +13,90 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
+from hydra import compose
+from hydra._internal.hydra import Hydra
+from hydra._internal.utils import create_config_search_path
+from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm import naming  # noqa: F401  registers the resolvers that name run directories
 from longterm.config import ConfigError, validate
 
-HYDRA_FLAGS = ("-m", "--multirun")  # other flags (--cfg, --help, ...) are left to Hydra
+HYDRA_FLAGS = ("-m", "--multirun")
+# Flags with a value that change what is composed; the others (--cfg, --help, ...) print
+# something instead of running, and are left to Hydra.
+CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
+CONFIG_NAME_FLAGS = ("--config-name", "-cn")
+# A group whose conf files name a plugin, and the key holding its import path.
+PLUGIN_GROUPS = {"model": "encoder", "task": "generator"}
+
+
+@dataclass
+class CommandLine:
+    """What Hydra would compose from a command line."""
+
+    overrides: list[str]
+    multirun: bool = False
+    config_dir: Path | None = None  # --config-dir: a user's conf files, before the built-ins
+    config_name: str | None = None
+
+
+def parse(argv: list[str]) -> CommandLine | None:
+    """The overrides and the flags that change what is composed; None for a command line with a
+    flag that Hydra answers itself (--help, --cfg job, ...)."""
+    line, args = CommandLine([]), list(argv)
+    while args:
+        arg = args.pop(0)
+        flag, _, value = arg.partition("=") if arg.startswith("-") else (arg, "", "")
+        if arg in HYDRA_FLAGS:
+            line.multirun = True
+        elif flag in CONFIG_DIR_FLAGS + CONFIG_NAME_FLAGS:
+            if not value:
+                if not args:
+                    raise ConfigError(f"{flag} needs a value: {flag} DIR")
+                value = args.pop(0)
+            if flag in CONFIG_DIR_FLAGS:
+                line.config_dir = Path(value)
+            else:
+                line.config_name = value
+        elif arg.startswith("-"):
+            return None
+        else:
+            line.overrides.append(arg)
+    return line
+
+
+@contextmanager
+def composing(config_dir: Path, extra_dir: Path | None = None) -> Iterator[None]:
+    """Hydra initialised as `src/train.py` runs it: the built-in conf files in `config_dir`, and
+    a user's `--config-dir` before them, where Hydra's own command line puts it (hydra/_internal/
+    utils.py: add_conf_dir; the public initialize_config_dir takes one directory only)."""
+    if extra_dir is not None and not extra_dir.is_dir():
+        raise ConfigError(f"--config-dir={extra_dir} is invalid: no such directory")
+    GlobalHydra.instance().clear()
+    search_path = create_config_search_path(str(config_dir.resolve()))
+    if extra_dir is not None:
+        search_path.prepend(
+            provider="command-line",
+            path=f"file://{extra_dir.resolve()}",
+            anchor=SearchPathQuery(provider="schema"),
+        )
+    Hydra.create_main_hydra2(task_name="train", config_search_path=search_path)
+    try:
+        yield
+    finally:
+        GlobalHydra.instance().clear()
+
+
 OPTIONAL_GROUPS = ("arch", "experiment")  # null by default: a run needs no choice there
 
 
@@ -142,30 +213,59 @@ def warn_without_accounting(jobs: list[DictConfig]) -> None:
         )
 
 
+def check_names(cfg: DictConfig, overrides: list[str]) -> None:
+    """A model or task is recorded under its own name: the name of its conf file, or one given
+    on the command line that no conf file on the search path has. A model whose encoder (a task
+    whose generator) is replaced on the command line needs a name of its own, so that it is never
+    recorded as the conf file it replaced."""
+    loader = GlobalHydra.instance().config_loader()
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    for group, path_key in PLUGIN_GROUPS.items():
+        name, choice = cfg[group].name, cfg.hydra.runtime.choices[group]
+        if name != choice and name in loader.get_group_options(group):
+            raise ConfigError(
+                f"{group}.name={name} is invalid with {group}={choice}: {name} is the name of "
+                f"another conf file ({group}/{name}.yaml); give this {group} a name of its own"
+            )
+        if f"{group}.{path_key}" in given and f"{group}.name" not in given:
+            raise ConfigError(
+                f"{group}.{path_key}={cfg[group][path_key]} needs a name of its own: give "
+                f"{group}.name=... too, or it would be recorded as {group}={choice}"
+            )
+
+
+def job_config(config_name: str, overrides: list[str]) -> DictConfig:
+    """One job's config, its names checked (check_names), without Hydra's own section."""
+    cfg = compose(config_name, overrides=overrides, return_hydra_config=True)
+    check_names(cfg, overrides)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return cfg
+
+
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
     """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, or its
     output directory cannot be made. Warn (one line) when a sweep sent to SLURM could wait for
-    ever on a lost job (warn_without_accounting)."""
-    if any(a.startswith("-") and a not in HYDRA_FLAGS for a in argv):
+    ever on a lost job (warn_without_accounting). `--config-dir` and `--config-name` are read as
+    Hydra reads them; a command line with another flag (--help, --cfg) is left to Hydra."""
+    line = parse(argv)
+    if line is None:
         return
-    overrides = [a for a in argv if a not in HYDRA_FLAGS]
+    overrides, config_name = line.overrides, line.config_name or config_name
     check_null_groups(overrides, config_dir)
-    GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(str(config_dir.resolve()), version_base="1.3"):
+        with composing(config_dir, line.config_dir):
             first = job_overrides(overrides, None)[0]
             cfg = compose(config_name, overrides=first, return_hydra_config=True)
             params = OmegaConf.select(cfg, "hydra.sweeper.params")
-            jobs = [compose(config_name, overrides=j) for j in job_overrides(overrides, params)]
+            jobs = [job_config(config_name, j) for j in job_overrides(overrides, params)]
             for job in jobs:
                 validate(job)
             for job in jobs:
                 check_accelerator(job)
-            multirun = any(a in HYDRA_FLAGS for a in argv) or params is not None
+            multirun = line.multirun or params is not None
             check_output_dir(cfg, multirun)
             if multirun:
                 warn_without_accounting(jobs)
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError(explain(e, overrides)) from None
-    finally:
-        GlobalHydra.instance().clear()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as L
+from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
@@ -16,7 +17,8 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 
 from longterm.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
 from longterm.config import validate
-from longterm.hparams import close_session, open_session
+from longterm.hparams import NAMED, close_session, open_session
+from longterm.models.build import sequence_model
 from longterm.module import MemoryTaskModule
 from longterm.records import (
     FINAL_STATUSES,
@@ -107,7 +109,16 @@ def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
     def add_summary(summary: Summary) -> None:  # the writer starts its file on first use
         logger.experiment._get_file_writer().add_summary(summary)
 
-    open_session(Path(logger.log_dir), add_summary, params)
+    names = {key: group_names(key, params[key]) for key in NAMED}
+    open_session(Path(logger.log_dir), add_summary, params, names)
+
+
+def group_names(group: str, own: str) -> tuple[str, ...]:
+    """The options of a config group on this run's search path (the built-ins' conf files and a
+    user's, `--config-dir` or `hydra.searchpath`), with the run's own name."""
+    hydra = GlobalHydra.instance()
+    found = set(hydra.config_loader().get_group_options(group)) if hydra.is_initialized() else set()
+    return tuple(sorted(found | {own}))
 
 
 def end_session(logger: TensorBoardLogger | bool, result: dict[str, Any]) -> None:
@@ -118,11 +129,13 @@ def end_session(logger: TensorBoardLogger | bool, result: dict[str, Any]) -> Non
 
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
-    """The LightningModule around the model: `cfg.model` keeps its `name`, which picks the
-    encoder (models/build.py)."""
-    readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=cfg.model.init)
-    net = instantiate(
-        cfg.model,
+    """The LightningModule around the model: the encoder `cfg.model.encoder` names, the readout
+    `cfg.pool` and the paper's head (models/build.py)."""
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    init = model.get("init", "paper")
+    readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=init)
+    net = sequence_model(
+        **model,
         in_features=cfg.task.n_features,
         out_features=cfg.task.n_outputs,
         readout=readout,

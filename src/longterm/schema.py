@@ -1,8 +1,10 @@
 """The schema of every user-facing config key: one pydantic model per section (§ of conf/).
 
-The project's own sections (task, pool, model, data) are closed: every key is listed, so a key
-added with `+` is refused. Library sections (trainer, callbacks) are open: only the listed keys are
-checked. config.validate turns the first fault into one line.
+The project's own sections (task, pool, data) are closed: every key is listed, so a key added
+with `+` is refused. The model section lists the keys every model has; its other keys are its
+encoder's, checked against the encoder's signature (config.check_model). Library sections
+(trainer, callbacks) are open: only the listed keys are checked. config.validate turns the first
+fault into one line.
 """
 
 from typing import Annotated, Any, Literal
@@ -12,16 +14,14 @@ from pydantic_core import PydanticCustomError
 
 from longterm.choices import (
     ACCELERATORS,
-    ATTENTION_MODELS,
     AUTO,
     IMPLS,
     INITS,
+    LABELS,
     LENGTHS,
     LOSSES,
-    NORMS,
-    PER_STEP_MODELS,
+    NAME_PATTERN,
     POOLS,
-    TASKS,
 )
 from longterm.tasks import MIN_LENGTH
 
@@ -44,8 +44,18 @@ class Section(BaseModel):
     target: str | None = Field(default=None, alias="_target_")
 
 
+# A model's or a task's name: its conf file's, shown in run names, result.json and TensorBoard.
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
+
+
 class TaskSection(Section):
-    name: Literal[TASKS]
+    """A task: its generator by import path (longterm.plugins), what it labels and how it is
+    scored; whether the generator gives what the section declares is checked in config.py."""
+
+    name: Name
+    generator: ImportPath
+    labels: Literal[LABELS]
     n_features: int = Field(ge=1)
     n_outputs: int = Field(ge=1)
     loss: Literal[LOSSES]
@@ -66,49 +76,19 @@ class PoolSection(Section):
     mask_padding: bool
 
 
-class ModelSection(Section):
-    name: Literal[PER_STEP_MODELS]
+class ModelSection(BaseModel):
+    """The keys every model has; any other key is its encoder's own, checked against the
+    encoder's signature in config.py (plugins.encoder_keys). No `_target_`: models/build.py
+    builds every model."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    name: Name
+    encoder: ImportPath
     dim: int = Field(ge=1)
-    hidden: int = Field(ge=1)
-    negative_slope: float = Field(ge=0)
-    init: Literal[INITS]
-    impl: Literal[IMPLS]
-
-
-class AttentionModelSection(ModelSection):
-    """The keys every attention model has (models/transformer.py, models/feedback.py)."""
-
-    name: Literal[ATTENTION_MODELS]
-    heads: int = Field(ge=1)
-    layers: int = Field(ge=1)
-    attn_span: int = Field(ge=1)
-
-    @model_validator(mode="after")
-    def heads_divide_dim(self) -> "AttentionModelSection":
-        if self.dim % self.heads:
-            raise ValueError(f"heads={self.heads} must divide dim={self.dim}")
-        return self
-
-
-class AllAttentionSection(AttentionModelSection):
-    name: Literal["all_attention"]
-    n_persistent: int = Field(ge=0)  # N persistent key/value slots per head
-    norm: Literal[NORMS]
-
-
-class FeedbackSection(AttentionModelSection):
-    name: Literal["feedback"]
-    d_ff: int = Field(ge=1)
-    share_kv: bool
-
-
-class TransformerSection(AttentionModelSection):
-    name: Literal["transformer"]
-    d_ff: int = Field(ge=1)
-    norm: Literal[NORMS]
-
-
-MODEL_SECTIONS = ModelSection | AllAttentionSection | TransformerSection | FeedbackSection
+    hidden: int = Field(default=100, ge=1)
+    negative_slope: float = Field(default=0.01, ge=0)
+    init: Literal[INITS] = "paper"
+    impl: Literal[IMPLS] = "reference"
 
 
 class DataSection(Section):
@@ -266,7 +246,7 @@ class TrainConfig(OpenSection):
     optim: OptimSection
     task: TaskSection
     pool: PoolSection
-    model: Annotated[MODEL_SECTIONS, Field(discriminator="name")]
+    model: ModelSection
     data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
     trainer: TrainerSection
     callbacks: CallbacksSection

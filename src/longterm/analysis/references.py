@@ -5,8 +5,10 @@ how many X and Y there are, all that pooling over per-step features can see)."""
 import numpy as np
 
 from longterm.batches import fixed_validation_set
+from longterm.named import generator_of
+from longterm.plugins import generator
 from longterm.tasks import NO_TARGET
-from longterm.tasks.order import X
+from longterm.tasks.order import X, temporal_order, temporal_order3
 
 
 def references(data: dict, loss: str) -> tuple[float | None, float | None]:
@@ -14,12 +16,13 @@ def references(data: dict, loss: str) -> tuple[float | None, float | None]:
     if loss != "cross_entropy" or data["name"] != "fixed":
         return None, None
     keys = ("task", "T0", "batch_size", "val_size", "seed", "lengths", "task_params")
+    data = {**data, "task": generator_of(data["task"])}
     batches = fixed_validation_set(**{k: data[k] for k in keys})
     x = np.concatenate([b[0].numpy() for b in batches])
     y = np.concatenate([b[1].numpy().ravel() for b in batches]).astype(int)
     y = y[y != NO_TARGET]  # a task that labels steps: its labelled steps
     chance = np.bincount(y).max() / len(y)
-    if not data["task"].startswith("temporal_order"):
+    if generator(data["task"]) not in (temporal_order, temporal_order3):
         return chance, None
     n_y = x[:, :, X + 1].sum(1).astype(int)  # how many Y: all an order-blind model can tell
     ceiling = sum(np.bincount(y[n_y == c]).max() for c in np.unique(n_y)) / len(y)

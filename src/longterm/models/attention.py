@@ -66,3 +66,9 @@ def attend(
         bias = F.pad(bias, (0, mem_k.shape[1]))  # persistent slots have no position
     scale = 1.0 / math.sqrt(q.shape[-1])
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias * scale, scale=scale)
+
+
+def check_heads(dim: int, n_heads: int) -> None:
+    """Heads split the width evenly: a constructor's check, reported before training."""
+    if dim % n_heads:
+        raise ValueError(f"heads={n_heads} must divide dim={dim}")

@@ -29,9 +29,10 @@ norm and bias conventions as models/transformer.py.
 import math
 
 import torch
+from pydantic import PositiveInt
 from torch import Tensor, nn
 
-from longterm.models.attention import norm, position_scores
+from longterm.models.attention import check_heads, norm, position_scores
 from longterm.models.init import init_linear_
 
 
@@ -103,17 +104,20 @@ class FeedbackLayer(nn.Module):
 class FeedbackEncoder(nn.Module):
     """x (B, T, F) -> h (B, T, D), step by step, every layer reading the memories m_{t-S..t-1}."""
 
+    causal = True  # step t reads the memories of earlier steps only
+
     def __init__(
         self,
         in_features: int,
         dim: int,
-        heads: int,
-        layers: int,
-        attn_span: int,
-        d_ff: int,
+        heads: PositiveInt,
+        layers: PositiveInt,
+        attn_span: PositiveInt,
+        d_ff: PositiveInt,
         share_kv: bool = True,
         init: str = "paper",
     ):
+        check_heads(dim, heads)
         super().__init__()
         self.n_heads, self.span = heads, attn_span
         self.embed = init_linear_(nn.Linear(in_features, dim), init)
@@ -128,7 +132,9 @@ class FeedbackEncoder(nn.Module):
         """m_t = sum_l softmax(w)_l x_t^l:  L + 1 states (B, D) -> (B, D)."""
         return torch.einsum("l,lbd->bd", self.layer_weights.softmax(0), torch.stack(states))
 
-    def forward(self, x: Tensor, window: type[SlidingWindow] = SlidingWindow) -> Tensor:
+    def forward(
+        self, x: Tensor, mask: Tensor | None = None, window: type[SlidingWindow] = SlidingWindow
+    ) -> Tensor:
         B, T, _ = x.shape
         x0 = self.embed(x)
         d_h = x0.shape[-1] // self.n_heads

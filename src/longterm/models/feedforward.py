@@ -18,6 +18,8 @@ from longterm.pooling import AttentionPooling
 class StepEncoder(nn.Module):
     """h_t = LReLU(W_xh x_t + b_xh):  x (B, T, F) -> h (B, T, D)."""
 
+    causal = True  # each step alone
+
     def __init__(
         self, in_features: int, dim: int, negative_slope: float = 0.01, init: str = "paper"
     ):
@@ -25,7 +27,7 @@ class StepEncoder(nn.Module):
         self.proj = init_linear_(nn.Linear(in_features, dim), init)
         self.negative_slope = negative_slope
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return F.leaky_relu(self.proj(x), self.negative_slope)
 
 

@@ -38,6 +38,8 @@ def linear_scan(u: Tensor, log_lam: Tensor, chunk: int = CHUNK) -> Tensor:
 class LinearMemory(nn.Module):
     """x (B, T, F) -> h (B, T, D) with h_t = lambda ⊙ h_{t-1} + W x_t + b."""
 
+    causal = True
+
     def __init__(self, in_features: int, dim: int, init: str = "paper"):
         super().__init__()
         self.proj = init_linear_(nn.Linear(in_features, dim), init)
@@ -48,5 +50,5 @@ class LinearMemory(nn.Module):
     def lam(self) -> Tensor:
         return torch.sigmoid(self.nu)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return linear_scan(self.proj(x), nn.functional.logsigmoid(self.nu))

@@ -20,9 +20,25 @@ from torch import Tensor, nn
 class RecurrentEncoder(nn.Module):
     """x (B, T, F) -> h (B, T, D): the outputs of a batch-first `nn.RNN` or `nn.LSTM`."""
 
+    causal = True  # unidirectional
+
     def __init__(self, layer: nn.RNN | nn.LSTM):
         super().__init__()
         self.layer = layer
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return self.layer(x)[0]
+
+
+class RNN(RecurrentEncoder):
+    """model=rnn: a tanh RNN of D = dim units."""
+
+    def __init__(self, in_features: int, dim: int):
+        super().__init__(nn.RNN(in_features, dim, batch_first=True))
+
+
+class LSTM(RecurrentEncoder):
+    """model=lstm: an LSTM of D = dim units."""
+
+    def __init__(self, in_features: int, dim: int):
+        super().__init__(nn.LSTM(in_features, dim, batch_first=True))

@@ -11,4 +11,4 @@ class SequenceModel(nn.Module):
         self.encoder, self.readout, self.head = encoder, readout, head
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        return self.head(self.readout(self.encoder(x), mask))
+        return self.head(self.readout(self.encoder(x, mask), mask))

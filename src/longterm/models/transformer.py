@@ -29,11 +29,14 @@ so with N = d_ff the two are equal; add the head D*hidden + hidden + hidden*out 
 readout's own (attention pooling: D + 1).
 """
 
+from typing import Literal
+
 import torch
+from pydantic import NonNegativeInt, PositiveInt
 from torch import Tensor, nn
 
 from longterm.choices import NORMS
-from longterm.models.attention import attend, heads, norm, relative_bias
+from longterm.models.attention import attend, check_heads, heads, norm, relative_bias
 from longterm.models.init import init_linear_
 
 
@@ -111,34 +114,57 @@ class AttentionStack(nn.Module):
     """x (B, T, F) -> h (B, T, D): input projection, the layers, and for pre-norm a final
     LayerNorm (post-norm layers already end in one)."""
 
+    causal = True  # every layer's scores are masked to steps <= t
+
     def __init__(self, embed: nn.Linear, layers: list[nn.Module], norm_position: str):
         super().__init__()
         self.embed, self.layers = embed, nn.ModuleList(layers)
         self.final_norm = norm_position == "pre"
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         h = self.embed(x)
         for layer in self.layers:
             h = layer(h)
         return norm(h) if self.final_norm else h
 
 
-def attention_stack(
-    layer: type[TransformerLayer] | type[AllAttentionLayer],
-    in_features: int,
-    dim: int,
-    init: str,
-    *,
-    heads: int,
-    layers: int,
-    attn_span: int,
-    norm: str,
-    **layer_keys: int,
-) -> AttentionStack:
-    """`layers` copies of `layer` (its own key: `d_ff` for TransformerLayer, `n_persistent` for
-    AllAttentionLayer) of width `dim`, `norm` post or pre, after an input projection initialised
-    by `init`:  x (B, T, F) -> h (B, T, D)."""
-    if norm not in NORMS:
-        raise ValueError(f"norm={norm!r}: choose one of {', '.join(NORMS)}")
-    stack = [layer(dim, heads, attn_span, norm_position=norm, **layer_keys) for _ in range(layers)]
-    return AttentionStack(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
+class Transformer(AttentionStack):
+    """`layers` TransformerLayers of width `dim` after an input projection initialised by `init`
+    (model=transformer):  x (B, T, F) -> h (B, T, D)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        dim: int,
+        heads: PositiveInt = 4,
+        layers: PositiveInt = 2,
+        attn_span: PositiveInt = 64,
+        d_ff: PositiveInt = 64,
+        norm: Literal[NORMS] = "post",
+        init: str = "paper",
+    ):
+        check_heads(dim, heads)
+        stack = [TransformerLayer(dim, heads, attn_span, d_ff, norm) for _ in range(layers)]
+        super().__init__(init_linear_(nn.Linear(in_features, dim), init), stack, norm)
+
+
+class AllAttention(AttentionStack):
+    """`layers` AllAttentionLayers of width `dim`, `n_persistent` slots per head, after an input
+    projection initialised by `init` (model=all_attention):  x (B, T, F) -> h (B, T, D)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        dim: int,
+        heads: PositiveInt = 4,
+        layers: PositiveInt = 2,
+        attn_span: PositiveInt = 64,
+        n_persistent: NonNegativeInt = 64,
+        norm: Literal[NORMS] = "post",
+        init: str = "paper",
+    ):
+        check_heads(dim, heads)
+        stack = [
+            AllAttentionLayer(dim, heads, attn_span, n_persistent, norm) for _ in range(layers)
+        ]
+        super().__init__(init_linear_(nn.Linear(in_features, dim), init), stack, norm)

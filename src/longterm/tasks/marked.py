@@ -2,7 +2,7 @@
 
 The generator reproduces the paper's data (the `lstm_problems` package, functions `add`,
 `multiply`, `xor`) element for element: given a `numpy.random.RandomState` it draws the same
-numbers in the same order of calls, so `generate(task, np.random.RandomState(s), ...)` equals
+numbers in the same order of calls, so `addition(np.random.RandomState(s), ...)` equals
 `np.random.seed(s); add(...)`. Pure numpy: no torch, no Lightning.
 
 Each sequence has two features per step: a value and a marker. The marker is -1 on the first and
@@ -12,6 +12,7 @@ Martens & Sutskever 2011 for XOR).
 """
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -78,3 +79,10 @@ def generate_marked(
 
     y = TARGETS[task](X[rows, first, 0], X[rows, second, 0])
     return X, y, mask
+
+
+# The three problems as generators of their own, named by their conf files (conf/task/*.yaml,
+# `generator:`); `xor_classification` reads the xor data as two classes.
+addition = partial(generate_marked, "addition")
+multiplication = partial(generate_marked, "multiplication")
+xor = partial(generate_marked, "xor")
