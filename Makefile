@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps progress \
-	lint tensorboard clean
+	contract lint tensorboard clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -20,8 +20,11 @@ train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, 
 # keeps one core busy); a file's tests stay together, so its module fixtures are made once.
 TEST_WORKERS ?= 2
 
+contract: $(STAMP)  ## a model's and a task's contract: make contract ARGS="model=lstm task=xor"
+	$(BIN)/python src/contract.py $(ARGS)
+
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
@@ -56,8 +59,8 @@ long-sweeps: $(STAMP)  ## the hours-long sweeps behind docs/results (resumable; 
 	scripts/long_sweeps.sh
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 
 tensorboard: $(STAMP)
 	$(BIN)/tensorboard --logdir outputs

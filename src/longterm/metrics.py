@@ -4,6 +4,8 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
+TOLERANCE = 0.04  # §2.2: |y_hat - y| < 0.04 is correct
+
 
 class ToleranceAccuracy(Metric):
     """Fraction of predictions strictly within `tolerance` of the target; preds, target (B,)."""
@@ -12,7 +14,7 @@ class ToleranceAccuracy(Metric):
     higher_is_better = True
     full_state_update = False
 
-    def __init__(self, tolerance: float = 0.04, **kwargs):
+    def __init__(self, tolerance: float = TOLERANCE, **kwargs):
         super().__init__(**kwargs)
         self.tolerance = tolerance
         self.add_state("correct", default=torch.tensor(0), dist_reduce_fx="sum")

@@ -9,7 +9,7 @@ from torch.nn import functional as F
 from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.data import Batch
-from longterm.metrics import ToleranceAccuracy
+from longterm.metrics import TOLERANCE, ToleranceAccuracy
 from longterm.tasks import NO_TARGET
 
 
@@ -26,7 +26,7 @@ class MemoryTaskModule(L.LightningModule):
         lr: float = 1e-3,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
-        tolerance: float = 0.04,
+        tolerance: float = TOLERANCE,
         loss: str = "mse",
         n_outputs: int = 1,
         per_step: bool = False,

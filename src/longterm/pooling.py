@@ -70,8 +70,8 @@ class LastStep(nn.Module):
 
 class PerStep(nn.Module):
     """c_t = h_t at every step: (B, T, D) -> (B, T, D), so the head gives one output per step.
-    Only for a causal encoder (h_t sees steps <= t; choices.CAUSAL_MODELS); padded steps carry
-    no target, so the mask is not needed here."""
+    Only for a causal encoder (h_t sees steps <= t; its class says `causal = True`); padded steps
+    carry no target, so the mask is not needed here."""
 
     name = "per_step"
 

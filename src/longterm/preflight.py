@@ -269,3 +269,18 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
                 warn_without_accounting(jobs)
     except (HydraException, OmegaConfBaseException) as e:
         raise ConfigError(explain(e, overrides)) from None
+
+
+def composed(argv: list[str], config_dir: Path, config_name: str = "train") -> DictConfig:
+    """The config of the one run `argv` describes, composed and checked as src/train.py does
+    (ConfigError, one line); for commands that read a config without training (src/contract.py)."""
+    line = parse(argv)
+    if line is None or line.multirun:
+        raise ConfigError("give the overrides of one run: no -m and no other Hydra flag")
+    with composing(config_dir, line.config_dir):
+        try:
+            cfg = job_config(line.config_name or config_name, line.overrides)
+        except (HydraException, OmegaConfBaseException) as e:
+            raise ConfigError(explain(e, line.overrides)) from None
+    validate(cfg)
+    return cfg

@@ -1,5 +1,5 @@
 """Sequence models: an encoder of per-step states, a readout over time, and a head; one
-constructor, `sequence_model`, builds each of them by name."""
+constructor, `sequence_model`, builds each of them from the encoder its conf file names."""
 
 from longterm.models.build import sequence_model
 from longterm.models.feedback import FeedbackEncoder

@@ -1,0 +1,45 @@
+"""Check a model's encoder and a task's generator against their contract (docs/plugins.md):
+shapes, padding, causality, determinism, gradients; the task's shapes, labels and chance level.
+
+    python src/contract.py model=lstm task=temporal_order
+    PYTHONPATH=. python src/contract.py --config-dir mylab/conf model=gru task=ordered_difference
+
+The overrides are those of one src/train.py run; the exit status is 1 if a check fails.
+"""
+
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from longterm.config import ConfigError
+from longterm.preflight import composed
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+def main(argv: list[str]) -> int:
+    try:
+        cfg = composed(argv, CONFIG_DIR)
+    except ConfigError as e:
+        sys.exit(f"error: {e}")
+    from longterm.contract import encoder_report, task_report  # torch once the line is good
+
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    task = OmegaConf.to_container(cfg.task, resolve=True)
+    shortest = cfg.data.T0 if cfg.data.name == "fixed" else cfg.data.min_length
+    reports = {
+        f"model={cfg.model.name}": encoder_report(
+            model.pop("encoder"), cfg.task.n_features, model.pop("dim"), model
+        ),
+        f"task={cfg.task.name}": task_report(task, shortest),
+    }
+    for name, report in reports.items():
+        print(f"{name}: {report}")
+    failed = [name for name, report in reports.items() if not report.ok]
+    print(f"contract: {'failed for ' + ', '.join(failed) if failed else 'every check passed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

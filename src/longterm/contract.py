@@ -1,0 +1,259 @@
+"""The contract of an encoder and of a task generator (docs/plugins.md), checked on small inputs:
+what a model or task must do for the framework to train, pool, log and compare it as a built-in.
+
+    encoder_report(encoder, in_features, dim, keys)   -> Report
+    task_report(task section, min_length)             -> Report
+
+Encoder: it builds; two builds with one seed are identical, and so are two forwards; x (B, T, F)
+float32 gives h (B, T, D) float32 (float64 gives float64); a readout that masks padding (`last`,
+and `attention` and `mean` with mask_padding=true) gives the same result whatever the padded steps
+hold; a model declared causal is causal (h_<=t does not change when steps after t do); every
+parameter gets a gradient. Task: the same rng gives the same batch; X, y and mask have the shapes
+and the features the section declares, classes lie in 0..n_outputs - 1; padding is zero and comes
+after the real steps; its chance level, the accuracy of the best constant prediction.
+
+`python src/contract.py [overrides]` composes a config as src/train.py does (`--config-dir` too)
+and prints both reports; the tests run them on every built-in model and task.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from longterm.config import task_error
+from longterm.metrics import TOLERANCE
+from longterm.models.build import build_encoder, encoder_path
+from longterm.plugins import generator
+from longterm.pooling import AttentionPooling, LastStep, MeanPooling
+from longterm.tasks import NO_TARGET, default_width
+
+B, T = 4, 24  # the encoder's test batch: long enough for three cut points, short to run
+N_SEQUENCES = 1000  # the task's sample, a validation set's size
+
+
+@dataclass
+class Check:
+    ok: bool
+    what: str
+
+
+@dataclass
+class Report:
+    """The checks on one model or task, in order; `facts` are measured, not judged."""
+
+    subject: str
+    checks: list[Check] = field(default_factory=list)
+    facts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, ok: bool, what: str) -> bool:
+        self.checks.append(Check(bool(ok), what))
+        return bool(ok)
+
+    def __str__(self) -> str:
+        lines = [self.subject]
+        lines += [f"  {'ok  ' if c.ok else 'FAIL'}  {c.what}" for c in self.checks]
+        lines += [f"  info  {k}: {v}" for k, v in self.facts.items()]
+        return "\n".join(lines)
+
+
+def padded_batch(in_features: int, seed: int) -> tuple[Tensor, Tensor]:
+    """x (B, T, F) float64, zero on padding, and mask (B, T) with lengths T/2..T."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.linspace(T // 2, T, B).round().long()
+    mask = torch.arange(T)[None, :] < lengths[:, None]
+    x = torch.randn(B, T, in_features, generator=g, dtype=torch.float64) * mask[..., None]
+    return x, mask
+
+
+def dtype(t: Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def same(a: Tensor, b: Tensor) -> bool:
+    """Equal to float64 rounding: the outputs of two inputs that must give one result."""
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def encoder_report(
+    encoder: str | type, in_features: int, dim: int, keys: dict[str, Any], seed: int = 0
+) -> Report:
+    """The contract of the encoder `encoder` (an import path or the class) built from
+    `in_features`, `dim` and the model section's other `keys`."""
+    path = encoder_path(encoder)
+    report = Report(f"encoder {path} (in_features={in_features}, dim={dim})")
+
+    def build() -> nn.Module:
+        torch.manual_seed(seed)
+        return build_encoder(encoder, in_features, dim, **keys)
+
+    try:
+        enc = build()
+    except Exception as e:
+        report.add(False, f"builds: {type(e).__name__}: {e}")
+        return report
+    n_params = sum(p.numel() for p in enc.parameters())
+    report.add(True, f"builds: {n_params:,} parameters")
+    other = build()
+    a, b = enc.state_dict(), other.state_dict()
+    identical = a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    report.add(identical, f"two builds with seed {seed} are identical")
+
+    x, mask = padded_batch(in_features, seed)
+    enc.eval()
+    with torch.no_grad():
+        h32 = enc.float()(x.float(), mask)
+        again = enc(x.float(), mask)
+        h = enc.double()(x, mask)
+    shapes = h32.shape == (B, T, dim) and h32.dtype == torch.float32 and h.dtype == torch.float64
+    report.add(
+        shapes and torch.isfinite(h32).all(),
+        f"x {tuple(x.shape)} float32 -> h {tuple(h32.shape)} {dtype(h32)}, finite (expected "
+        f"({B}, {T}, {dim}) float32); x float64 -> h {dtype(h)}",
+    )
+    if not shapes:
+        return report
+    report.add(torch.equal(h32, again), "two forwards of one input are identical")
+    check_padding(report, enc, x, mask, dim)
+    check_causal(report, enc, x, mask)
+    check_gradients(report, enc, x, mask)
+    return report
+
+
+def check_padding(report: Report, enc: nn.Module, x: Tensor, mask: Tensor, dim: int) -> None:
+    """What a masking readout pools does not depend on the padded steps."""
+    noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(1), dtype=x.dtype)
+    changed = torch.where(mask[..., None], x, noise * 10)
+    readouts = {
+        "last": LastStep(dim),
+        "attention": AttentionPooling(dim, mask_padding=True).double(),
+        "mean": MeanPooling(dim, mask_padding=True),
+    }
+    with torch.no_grad():
+        h, h_changed = enc(x, mask), enc(changed, mask)
+        differ = [n for n, r in readouts.items() if not same(r(h, mask), r(h_changed, mask))]
+    report.add(
+        not differ,
+        "padding cannot change what a masking readout pools (last; attention and mean with "
+        "mask_padding=true)" + (f": it does for {', '.join(differ)}" if differ else ""),
+    )
+
+
+def check_causal(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> None:
+    """A causal encoder: h_<=t unchanged when the steps after t change, at three cut points."""
+    cuts = (0, T // 3, 2 * T // 3)
+    seen = []
+    with torch.no_grad():
+        for t in cuts:
+            later = x.clone()
+            later[:, t + 1 :] = torch.randn(later[:, t + 1 :].shape, dtype=x.dtype)
+            full = torch.ones_like(mask)  # every step real: only order is tested here
+            seen.append(not same(enc(x, full)[:, : t + 1], enc(later, full)[:, : t + 1]))
+    if getattr(enc, "causal", False):
+        bad = [t for t, s in zip(cuts, seen, strict=True) if s]
+        report.add(
+            not bad,
+            f"declared causal: changing steps after t leaves h_<=t unchanged (t = "
+            f"{', '.join(map(str, cuts))})" + (f": it changes at t = {bad}" if bad else ""),
+        )
+    else:
+        report.facts["causal"] = "declared not causal; " + (
+            "h_<=t does change with later steps" if any(seen) else "yet it acts causal here"
+        )
+
+
+def check_gradients(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> None:
+    """Every parameter is reached by the gradient of a loss on h, with finite values."""
+    enc.train()
+    enc.zero_grad()
+    h = enc(x, mask)
+    weights = torch.randn(h.shape, generator=torch.Generator().manual_seed(2), dtype=h.dtype)
+    (h * weights * mask[..., None]).sum().backward()
+    params = {n: p for n, p in enc.named_parameters() if p.numel()}
+    empty = [n for n, p in enc.named_parameters() if not p.numel()]
+    none = [n for n, p in params.items() if p.grad is None]
+    bad = [n for n, p in params.items() if p.grad is not None and not p.grad.isfinite().all()]
+    zero = [n for n, p in params.items() if p.grad is not None and not p.grad.any()]
+    report.add(
+        not none and not bad,
+        f"every parameter gets a finite gradient ({len(params)} tensors)"
+        + (f": none reaches {', '.join(none)}" if none else "")
+        + (f": not finite for {', '.join(bad)}" if bad else ""),
+    )
+    if zero:
+        report.facts["zero gradient on this batch"] = ", ".join(zero)
+    if empty:
+        report.facts["parameters with no elements"] = ", ".join(empty)
+
+
+def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
+    """The contract of a task section (name, generator, labels, n_features, n_outputs, loss,
+    params) at sequences of `min_length` steps and up."""
+    report = Report(f"task {task['name']} ({task['generator']}, min_length={min_length})")
+    draw: Callable[..., Any] = generator(task["generator"])
+    params = dict(task.get("params") or {})
+    try:
+        X, y, mask = draw(np.random.RandomState(seed), min_length, N_SEQUENCES, None, **params)
+    except Exception as e:
+        report.add(False, f"draws a batch: {type(e).__name__}: {e}")
+        return report
+    again = draw(np.random.RandomState(seed), min_length, N_SEQUENCES, None, **params)
+    report.add(
+        all(np.array_equal(a, b) for a, b in zip((X, y, mask), again, strict=True)),
+        f"the same batch from the same rng (RandomState({seed}))",
+    )
+    other = draw(np.random.RandomState(seed + 1), min_length, N_SEQUENCES, None, **params)
+    report.add(not np.array_equal(X, other[0]), "another rng gives another batch")
+    width = default_width(min_length)
+    error = task_error(task, X[:2], np.asarray(y)[:2], mask[:2], width)
+    report.add(
+        error is None,
+        f"X {X.shape} {X.dtype}, y {np.shape(y)}, mask {mask.shape} {mask.dtype}: "
+        f"{task['n_features']} features, one target per {task['labels']}"
+        + (f": {error}" if error else ""),
+    )
+    if error:
+        return report
+    lengths = mask.sum(1)
+    prefix = np.array_equal(mask, np.arange(width)[None, :] < lengths[:, None])
+    report.add(
+        mask.dtype == bool and prefix and lengths.min() >= min_length,
+        f"real steps first, then padding; lengths {lengths.min()}..{lengths.max()}",
+    )
+    report.add(not X[~mask].any(), "X is zero on padding")
+    labels = np.asarray(y)
+    labels = labels[labels != NO_TARGET] if task["labels"] == "step" else labels
+    if task["loss"] == "cross_entropy":
+        found = np.unique(labels).astype(int)
+        report.add(
+            found.min() >= 0 and found.max() < task["n_outputs"],
+            f"classes {found.min()}..{found.max()} within 0..{task['n_outputs'] - 1}",
+        )
+    else:
+        report.add(np.isfinite(labels.astype(float)).all(), "finite targets")
+    report.facts["chance"] = f"{chance(labels, task['loss']):.4f} ({chance_rule(task['loss'])})"
+    return report
+
+
+def chance(labels: np.ndarray, loss: str) -> float:
+    """The accuracy of the best constant prediction: the most frequent class, or for a value the
+    constant within TOLERANCE of the most targets (metrics.ToleranceAccuracy's rule)."""
+    if loss == "cross_entropy":
+        return float(np.bincount(labels.astype(int)).max() / len(labels))
+    values = np.sort(labels.astype(float).ravel())
+    # a window of width 2 * TOLERANCE starting at each target holds the targets it covers
+    ends = np.searchsorted(values, values + 2 * TOLERANCE, side="left")
+    return float((ends - np.arange(len(values))).max() / len(values))
+
+
+def chance_rule(loss: str) -> str:
+    if loss == "cross_entropy":
+        return "the most frequent class"
+    return f"the best constant c, |y - c| < {TOLERANCE}"

@@ -1,0 +1,258 @@
+"""A researcher's own model and task, from a package outside the repo, through the path a user
+takes: the example package (examples/mylab) copied to a temporary directory, src/train.py and
+src/contract.py run from there with its conf files on the search path; and the contract check on
+every built-in model and task, and on a broken model it must reject."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CONF, ROOT, TINY, conf_names, read_json, sweep_results, train_py
+from omegaconf import OmegaConf
+from tensorboard.plugins.hparams import metadata
+
+from longterm.config import ConfigError
+from longterm.contract import encoder_report, task_report
+from longterm.hparams import records
+from longterm.preflight import check
+
+EXAMPLE = ROOT / "examples" / "mylab"
+PLUGINS = ROOT / "tests" / "plugins"  # leaky.py: declared causal, and not
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Path:
+    """A user's directory outside the repo holding the example package `mylab`."""
+    home = tmp_path_factory.mktemp("lab")
+    shutil.copytree(EXAMPLE, home / "mylab", ignore=shutil.ignore_patterns("__pycache__"))
+    return home
+
+
+def in_lab(lab: Path) -> dict[str, str]:
+    return {"PYTHONPATH": str(lab)}
+
+
+def contract_py(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, str(ROOT / "src" / "contract.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+
+
+def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):
+    """`--config-dir mylab/conf`, a sweep of the GRU and the paper's model on the example's task
+    and on addition: each run is recorded by its own names, in result.json, hparams.yaml, the
+    run directory, TensorBoard's HPARAMS (and its discrete values) and the collector's tables."""
+    sweep = lab / "sweep"
+    args = ["-m", "--config-dir", "mylab/conf", "model=gru,feedforward"]
+    args += ["task=ordered_difference,addition", *TINY, f"hydra.sweep.dir={sweep}"]
+    out = train_py(*args, cwd=lab, env=in_lab(lab))
+    assert out.returncode == 0, out.stderr
+    results = {(r["model"], r["task"]): r for r in sweep_results(sweep)}
+    assert sorted(results) == [
+        ("feedforward", "addition"),
+        ("feedforward", "ordered_difference"),
+        ("gru", "addition"),
+        ("gru", "ordered_difference"),
+    ]
+    gru = results["gru", "ordered_difference"]
+    run_dir = Path(gru["run_dir"])
+    assert run_dir.name.startswith("ordered_difference-gru-last-T20-lr1e-3-s0")
+    assert (gru["status"], gru["pool"], gru["updates"]) == ("max_epochs", "last", 3)
+    assert gru["config"]["model"]["encoder"] == "mylab.gru.GRU"
+    assert gru["n_params"] == 3 * 100 * (2 + 100 + 2) + 10_201  # nn.GRU, then head and readout
+    hparams = OmegaConf.load(run_dir / "hparams.yaml")
+    assert (hparams.model, hparams.task) == ("gru", "ordered_difference")
+
+    found = records(run_dir)
+    start = metadata.parse_session_start_info_plugin_data(found[metadata.SESSION_START_INFO_TAG][0])
+    assert start.hparams["model"].string_value == "gru"
+    assert start.hparams["task"].string_value == "ordered_difference"
+    experiment = metadata.parse_experiment_plugin_data(found[metadata.EXPERIMENT_TAG][0])
+    domains = {
+        h.name: [v.string_value for v in h.domain_discrete.values] for h in experiment.hparam_infos
+    }
+    assert domains["model"] == sorted([*conf_names("model"), "gru"])
+    assert domains["task"] == sorted([*conf_names("task"), "ordered_difference"])
+
+    collected = lab / "collected"
+    out = subprocess.run(
+        [sys.executable, "-m", "longterm.analysis.collect", str(sweep), "--out", str(collected)],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    import pandas as pd
+
+    runs = pd.read_csv(collected / "runs.csv")
+    assert set(zip(runs.model, runs.task, strict=True)) == set(results)
+    table = subprocess.run(
+        [sys.executable, "-m", "longterm.analysis.memory_comparison", str(sweep)],
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert table.returncode == 0, table.stderr
+    assert "| gru+last " in table.stdout and "ordered_difference" in table.stdout
+
+
+def test_a_search_path_override_brings_the_same_model(lab):
+    """Hydra's other mechanism, `hydra.searchpath`, instead of --config-dir."""
+    run_dir = lab / "searchpath"
+    args = [f"hydra.searchpath=[file://{lab / 'mylab' / 'conf'}]", "model=gru"]
+    out = train_py(*args, *TINY, f"hydra.run.dir={run_dir}", cwd=lab, env=in_lab(lab))
+    assert out.returncode == 0, out.stderr
+    result = read_json(run_dir / "result.json")
+    assert (result["model"], result["pool"], result["status"]) == ("gru", "last", "max_epochs")
+
+
+PLUGIN_MISTAKES = [
+    (["model=gru"], {}, "model.encoder=mylab.gru.GRU is invalid: no module named 'mylab' (is its"),
+    (["model=gru", "+model.layerz=2"], None, "model.layerz is not a key of model=gru: GRU takes"),
+    (["model=gru", "model.layers=0"], None, "model: layers=0 must be >= 1"),
+    (["model=gru", "model.layers=two"], None, "model.layers='two' is invalid: Input should be a"),
+    (
+        ["model=gru", "model.encoder=mylab.gru.Gru", "model.name=gru2"],
+        None,
+        "model.encoder=mylab.gru.Gru is invalid: module mylab.gru has no 'Gru'",
+    ),
+    (["model=gruu"], None, "model='gruu' is invalid: choose one of all_attention, feedback, "),
+    (
+        ["task=ordered_difference", "task.n_features=3"],
+        None,
+        "task.n_features=3 is invalid: task=ordered_difference's generator gives 2 features",
+    ),
+    (
+        ["task=ordered_difference", "task.labels=step", "pool=per_step"],
+        None,
+        "task.labels=step is invalid: task=ordered_difference's generator gives one target per "
+        "sequence",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "args, env, expected", PLUGIN_MISTAKES, ids=[" ".join(a) for a, _, _ in PLUGIN_MISTAKES]
+)
+def test_a_plugin_mistake_is_one_line_before_training(lab, args, env, expected):
+    """Through src/train.py with --config-dir, as a user runs it: one line, no traceback, no
+    output directory."""
+    out = train_py(
+        "--config-dir", "mylab/conf", *args, cwd=lab, env=in_lab(lab) if env is None else env
+    )
+    assert out.returncode == 1
+    assert out.stderr.startswith(f"error: {expected}"), out.stderr
+    assert out.stderr.count("\n") == 1 and not (lab / "outputs").exists()
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--config-dir", "nowhere", "model=gru"], "--config-dir=nowhere is invalid: no such"),
+        (["--config-dir"], "--config-dir needs a value"),
+        (
+            ["model=lstm", "model.encoder=longterm.models.recurrent.RNN"],
+            "model.encoder=longterm.models.recurrent.RNN needs a name of its own: give "
+            "model.name=... too, or it would be recorded as model=lstm",
+        ),
+        (
+            ["model=lstm", "model.encoder=longterm.models.recurrent.RNN", "model.name=rnn"],
+            "model.name=rnn is invalid with model=lstm: rnn is the name of another conf file",
+        ),
+        (
+            ["task=addition", "task.generator=longterm.tasks.marked.multiplication"],
+            "task.generator=longterm.tasks.marked.multiplication needs a name of its own",
+        ),
+    ],
+)
+def test_config_dir_and_name_mistakes_are_one_line(args, expected):
+    """A model whose encoder is swapped on the command line cannot keep a built-in's name."""
+    with pytest.raises(ConfigError) as err:
+        check(args, CONF)
+    assert str(err.value).startswith(expected), err.value
+
+
+def test_a_swapped_encoder_with_a_name_of_its_own_runs_under_it(tmp_path):
+    out = train_py(
+        "model=lstm",
+        "model.encoder=longterm.models.recurrent.RNN",
+        "model.name=tanh_rnn",
+        *TINY,
+        f"hydra.run.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert result["model"] == "tanh_rnn" and result["n_params"] == 100 * (2 + 100 + 2) + 10_201
+
+
+def test_the_contract_command_on_the_example_and_on_a_broken_model(lab):
+    """src/contract.py passes the example's GRU and task, and fails the leaky model on
+    causality and padding."""
+    good = contract_py(
+        "--config-dir",
+        "mylab/conf",
+        "model=gru",
+        "task=ordered_difference",
+        cwd=lab,
+        env=in_lab(lab),
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "FAIL" not in good.stdout and good.stdout.endswith("contract: every check passed\n")
+    assert "info  chance: 0.1" in good.stdout
+    bad = contract_py(
+        "--config-dir",
+        str(PLUGINS / "conf"),
+        "model=leaky",
+        cwd=lab,
+        env={"PYTHONPATH": str(PLUGINS)},
+    )
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    failed = [line for line in bad.stdout.splitlines() if "FAIL" in line]
+    assert len(failed) == 2, bad.stdout
+    assert "padding cannot change what a masking readout pools" in failed[0]
+    assert "declared causal: changing steps after t leaves h_<=t unchanged" in failed[1]
+    assert bad.stdout.endswith("contract: failed for model=leaky\n")
+
+
+def model_keys(name: str) -> dict:
+    keys = OmegaConf.to_container(OmegaConf.load(CONF / "model" / f"{name}.yaml"))
+    keys.pop("defaults", None)
+    return keys
+
+
+@pytest.mark.parametrize("name", conf_names("model"))
+def test_every_built_in_model_keeps_the_encoder_contract(name):
+    keys = model_keys(name)
+    report = encoder_report(keys.pop("encoder"), 3, keys.pop("dim"), keys)
+    assert report.ok, str(report)
+    assert len(report.checks) == 7
+
+
+@pytest.mark.parametrize("name", conf_names("task"))
+def test_every_built_in_task_keeps_the_task_contract(name):
+    task = OmegaConf.to_container(OmegaConf.load(CONF / "task" / f"{name}.yaml"))
+    report = task_report(task, 50)
+    assert report.ok, str(report)
+    assert 0 < float(report.facts["chance"].split()[0]) < 1
+
+
+def test_the_contract_rejects_a_model_that_is_not_what_it_declares(monkeypatch):
+    """The leaky model through the function, and a task whose section misdeclares it."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    report = encoder_report("leaky.Leaky", 3, 8, {})
+    assert not report.ok
+    assert [c.ok for c in report.checks] == [True, True, True, True, False, False, True]
+    task = OmegaConf.to_container(OmegaConf.load(CONF / "task" / "addition.yaml"))
+    report = task_report({**task, "n_features": 3}, 50)
+    assert not report.ok and "task.n_features=3 is invalid" in str(report)
