@@ -53,10 +53,17 @@ class CommandLine:
 def parse(argv: list[str]) -> CommandLine | None:
     """The overrides and the flags that change what is composed; None for a command line with a
     flag that Hydra answers itself (--help, --cfg job, ...)."""
-    line, args = CommandLine([]), list(argv)
+    line, args, interrupting = CommandLine([]), list(argv), None
     while args:
         arg = args.pop(0)
         flag, _, value = arg.partition("=") if arg.startswith("-") else (arg, "", "")
+        if arg.startswith("-") and line.overrides:
+            interrupting = flag  # Hydra's parser takes the overrides in one run of arguments
+        elif interrupting:
+            raise ConfigError(
+                f"{interrupting} is invalid between overrides: put the flags first "
+                f"(python src/train.py {interrupting} ... key=value ...)"
+            )
         if arg in HYDRA_FLAGS:
             line.multirun = True
         elif flag in CONFIG_DIR_FLAGS + CONFIG_NAME_FLAGS:
