@@ -161,7 +161,8 @@ def check_causal(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> Non
         report.add(
             not bad,
             f"declared causal: changing steps after t leaves h_<=t unchanged (t = "
-            f"{', '.join(map(str, cuts))})" + (f": it changes at t = {bad}" if bad else ""),
+            f"{', '.join(map(str, cuts))})"
+            + (f": it changes at t = {', '.join(map(str, bad))}" if bad else ""),
         )
     else:
         report.facts["causal"] = "declared not causal; " + (
