@@ -6,6 +6,7 @@ Examples:
     python src/train.py experiment=table1                # the paper's grid
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,9 +21,15 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    from longterm.faults import RunError
     from longterm.run import train  # torch and Lightning load only once the command line is good
 
-    return train(cfg)["best_acc"]
+    try:
+        return train(cfg)["best_acc"]
+    except RunError as e:  # the run's situation, not the code: one line (longterm.faults)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        sys.exit(f"error: {e}")
 
 
 if __name__ == "__main__":

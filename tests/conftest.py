@@ -2,6 +2,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -148,3 +150,28 @@ def conf_names(group: str, **keys: str) -> list[str]:
         for path in sorted((CONF / group).glob("*.yaml"))
         if all(str(OmegaConf.load(path).get(k)) == v for k, v in keys.items())
     ]
+
+
+def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
+    """Start src/train.py without waiting for it."""
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "src" / "train.py"), *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def wait_for_file(pattern: str, root: Path, process: subprocess.Popen) -> Path:
+    """The first path under `root` matching `pattern` once it exists; fails if `process` ends."""
+    wait_for(lambda: any(root.glob(pattern)) or process.poll() is not None, pattern)
+    assert process.poll() is None, process.stderr.read()
+    return next(root.glob(pattern))

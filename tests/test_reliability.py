@@ -5,16 +5,25 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
+import socket
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import LONGER, QUICK, ROOT, composed, metrics, multirun, quick, read_json, train_py
+from conftest import (
+    LONGER,
+    QUICK,
+    composed,
+    metrics,
+    multirun,
+    quick,
+    read_json,
+    start,
+    train_py,
+    wait_for_file,
+)
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
@@ -28,31 +37,6 @@ def sessions(run_dir: Path) -> tuple[int, int]:
     found = records(run_dir)
     starts = found.get(metadata.SESSION_START_INFO_TAG, [])
     return len(starts), len(found.get(metadata.SESSION_END_INFO_TAG, []))
-
-
-def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
-    """Start src/train.py without waiting for it."""
-    return subprocess.Popen(
-        [sys.executable, str(ROOT / "src" / "train.py"), *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
-def wait_for_file(pattern: str, root: Path, process: subprocess.Popen) -> Path:
-    """The first path under `root` matching `pattern` once it exists; fails if `process` ends."""
-    wait_for(lambda: any(root.glob(pattern)) or process.poll() is not None, pattern)
-    assert process.poll() is None, process.stderr.read()
-    return next(root.glob(pattern))
 
 
 @pytest.fixture(scope="module")
@@ -206,8 +190,11 @@ def test_a_directory_in_use_is_refused(tmp_path):
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    assert second.returncode != 0
-    assert f"RunDirError: {tmp_path} is in use by pid {first.pid}" in second.stderr
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+    assert second.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path} is in use by pid {first.pid} on {socket.gethostname()}: wait for it "
+        "to end, or give this run another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
+    )
     assert not (tmp_path / "result.json").exists()
 
 

@@ -7,6 +7,8 @@ allowed, before any output directory exists or any job of a sweep has run. This 
 Importing it registers the resolvers that name run directories (`longterm.naming`).
 """
 
+import difflib
+import inspect
 import itertools
 import os
 import shutil
@@ -30,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from longterm import naming  # noqa: F401  registers the resolvers that name run directories
 from longterm.config import ConfigError, validate
+from longterm.schema import TrainerSection
 
 HYDRA_FLAGS = ("-m", "--multirun")
 # Flags with a value that change what is composed; the others (--cfg, --help, ...) print
@@ -170,6 +173,28 @@ def check_accelerator(cfg: DictConfig) -> None:
         )
 
 
+# Trainer keys the project's own conf files set (conf/trainer/default.yaml, conf/launcher/
+# slurm.yaml) that the schema does not check: no need to ask Lightning about them.
+CONF_SET = ("_target_", "default_root_dir", "plugins")
+
+
+def check_trainer_keys(cfg: DictConfig) -> None:
+    """Every key of the trainer section is an argument of Lightning's Trainer (the schema checks
+    only the options it lists); Lightning is imported only when there is another key."""
+    trainer = cfg.get("trainer") or {}
+    others = [k for k in trainer if k not in TrainerSection.model_fields and k not in CONF_SET]
+    if not others:
+        return
+    from pytorch_lightning import Trainer
+
+    allowed = [name for name in inspect.signature(Trainer.__init__).parameters if name != "self"]
+    for key in others:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean trainer.{close[0]}?" if close else "see Trainer's arguments"
+            raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer: {hint}")
+
+
 def check_output_dir(cfg: DictConfig, multirun: bool) -> None:
     """The run's (or the sweep's) directory can be made: its nearest existing folder takes a new
     folder (tried with a temporary one, removed at once)."""
@@ -269,6 +294,7 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             for job in jobs:
                 validate(job)
             for job in jobs:
+                check_trainer_keys(job)
                 check_accelerator(job)
             multirun = line.multirun or params is not None
             check_output_dir(cfg, multirun)

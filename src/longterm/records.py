@@ -27,12 +27,16 @@ def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:
     path = Path(run_dir) / RESULT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".result.", suffix=".tmp")
-    os.fchmod(fd, 0o644)  # mkstemp makes the file private; a collector may run as another user
-    with os.fdopen(fd, "w") as f:
-        json.dump(result, f, indent=2, sort_keys=True, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes the file private; a collector may run as another user
+        with os.fdopen(fd, "w") as f:
+            json.dump(result, f, indent=2, sort_keys=True, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, say: the old record stays, and no half-written file
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

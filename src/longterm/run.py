@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as L
+import torch
 from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
@@ -16,7 +17,9 @@ from pytorch_lightning.loggers import TensorBoardLogger
 from tensorboard.compat.proto.summary_pb2 import Summary
 
 from longterm.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
+from longterm.checkpoint_io import AtomicCheckpointIO
 from longterm.config import validate
+from longterm.faults import RunError, explain
 from longterm.hparams import NAMED, close_session, open_session
 from longterm.models.build import sequence_model
 from longterm.module import MemoryTaskModule
@@ -29,6 +32,7 @@ from longterm.records import (
     write_result,
 )
 from longterm.rundir import (
+    CHECKPOINTS,
     OLD_EVENTS_DIR,
     RunDirError,
     checkpoint_step,
@@ -39,8 +43,9 @@ from longterm.rundir import (
 
 log = logging.getLogger(__name__)
 
-# conf/callbacks/default.yaml: last_checkpoint.filename, the checkpoint a rerun resumes from.
-LAST = "last"
+# conf/callbacks/default.yaml: last_checkpoint.filename, the checkpoint a rerun resumes from,
+# and checkpoint.filename, the best epoch's.
+LAST, BEST = "last", "best"
 
 # Batches are generated in the main process by default; it costs well under a millisecond at T0=50.
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
@@ -59,13 +64,20 @@ def not_a_tip(record: logging.LogRecord) -> bool:
 
 
 def quiet_library_logs() -> None:
-    """Print each Lightning message once, through Hydra's handlers (console and train.log).
+    """Print each Lightning message once, through Hydra's handlers (console and train.log), and
+    a log line that cannot be written (train.log on a full disk) not as a traceback of its own:
+    the run's one-line error says what failed (longterm.faults).
 
     Lightning gives its "pytorch_lightning" logger a console handler of its own and also lets it
     propagate to the root logger, so under Hydra every line would appear twice. Idempotent:
     the jobs of a local multirun share one process.
     """
-    logging.getLogger("pytorch_lightning").handlers.clear()
+    for name in ("pytorch_lightning", "lightning_fabric"):
+        # imported before Hydra set up logging (a preflight check), Lightning gives its logger a
+        # handler of its own and stops it propagating
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+    logging.raiseExceptions = False
     logging.getLogger("pytorch_lightning.utilities.rank_zero").addFilter(not_a_tip)
 
 
@@ -160,20 +172,71 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
     quiet_library_logs()
     run_dir = Path(cfg.run_dir)
-    with claim(run_dir):
-        done = finished(run_dir)
-        if done is None:
-            return fit(cfg, run_dir)
-        conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
-        if conflicts:
-            raise RunDirError(
-                f"{run_dir} holds a finished run with other settings "
-                f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
-                "another directory"
-            )
-        log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
-        settle(cfg)
-        return done
+    try:
+        with claim(run_dir):
+            done = finished(run_dir)
+            if done is None:
+                return fit(cfg, run_dir)
+            conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
+            if conflicts:
+                raise RunDirError(
+                    f"{run_dir} holds a finished run with other settings "
+                    f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
+                    "another directory"
+                )
+            log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
+            settle(cfg)
+            return done
+    except Exception as e:
+        line = explain(e, run_dir, saved_checkpoint(run_dir))
+        if line is None:
+            raise
+        raise RunError(line) from e
+
+
+def saved_checkpoint(run_dir: Path) -> Path | None:
+    """The last checkpoint a rerun would resume from, if the run directory has one."""
+    path = run_dir / CHECKPOINTS / f"{LAST}.ckpt"
+    return path if path.exists() else None
+
+
+def readable(path: Path) -> str | None:
+    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can."""
+    try:
+        torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:
+        return str(e).split(". ")[0].splitlines()[0] if str(e) else type(e).__name__
+    return None
+
+
+def resumable(ckpt: Path | None) -> Path | None:
+    """The checkpoint to resume from: `ckpt` (last.ckpt) when it loads; else, when best.ckpt
+    beside it loads, that one, with last.ckpt kept beside it as last.ckpt.unreadable (the data
+    are keyed by epoch and batch, so training on from the best epoch gives the same run). With
+    neither, RunError says how to start again; no checkpoint is ever deleted."""
+    if ckpt is None or (reason := readable(ckpt)) is None:
+        return ckpt
+    best = ckpt.with_name(f"{BEST}.ckpt")
+    if best.exists() and readable(best) is None:
+        kept = unused(ckpt.with_name(ckpt.name + ".unreadable"))
+        ckpt.rename(kept)
+        log.warning(f"{ckpt} cannot be read ({reason}): kept as {kept}; resuming from {best}")
+        return best
+    folder = ckpt.parent
+    aside = unused(folder.with_name(folder.name + ".unreadable"))
+    raise RunError(
+        f"{ckpt} cannot be read ({reason}), and no other checkpoint of the run can: to start "
+        f"the run again, move them away (mv {folder} {aside}) and rerun the same command"
+    )
+
+
+def unused(path: Path) -> Path:
+    """`path`, or with .1, .2, ... added, the first name that nothing has."""
+    found, n = path, 0
+    while found.exists():
+        n += 1
+        found = path.with_name(f"{path.name}.{n}")
+    return found
 
 
 def settle(cfg: DictConfig) -> None:
@@ -199,7 +262,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
-    ckpt = last_checkpoint(callbacks)
+    ckpt = resumable(last_checkpoint(callbacks))
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     # Events from `resumed_at` on (the interrupted epoch; an epoch's validation is logged at the
     # step before) came from the process that stopped and are logged again: the writer marks
@@ -211,7 +274,8 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         if cfg.logger
         else False
     )
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger)
+    plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=plugins)
     params = run_params(cfg)
     if logger:
         log_hparams(logger, params)
@@ -242,8 +306,11 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             wall_time_s=time.perf_counter() - start,
             finished_at=now(),
         )
-        write_result(run_dir, result)
-        end_session(logger, result)
+        try:  # recorded wherever it can still be written: a full disk may refuse it too
+            write_result(run_dir, result)
+            end_session(logger, result)
+        except OSError as unwritten:
+            log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
         if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
             raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
         raise

@@ -1,0 +1,54 @@
+"""What a user's situation makes go wrong once a run has started, in one line: what failed and
+what to do (the command line's mistakes are refused before, by config.py and preflight.py).
+
+`RunError` carries that line; src/train.py prints it after `error: ` with no traceback
+(`HYDRA_FULL_ERROR=1` shows the traceback). `explain` turns the errors a user can cause into one:
+a run directory in use, a disk that is full or cannot be written, a checkpoint that cannot be
+read, a key a library refuses. Anything else is a fault of the code and keeps its traceback.
+"""
+
+import errno
+from pathlib import Path
+
+from longterm.rundir import RunDirError
+
+
+class RunError(RuntimeError):
+    """A run stopped by its situation, not by the code; the message is one line."""
+
+
+# errno -> what to do, for an OSError while a run writes its directory.
+WRITE_ERRORS = {
+    errno.ENOSPC: "free some space",
+    errno.EDQUOT: "free some of your quota",
+    errno.EACCES: "make it writable",
+    errno.EPERM: "make it writable",
+    errno.EROFS: "give the run a writable directory (hydra.run.dir=... or hydra.sweep.dir=...)",
+}
+
+
+def oserror(error: BaseException) -> OSError | None:
+    """The OSError behind `error` (a library may wrap it), if there is one."""
+    seen = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in WRITE_ERRORS:
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def explain(error: BaseException, run_dir: Path, resume_from: Path | None) -> str | None:
+    """One line for an error a user's situation causes; None for any other. `resume_from` is the
+    checkpoint the same command would resume from."""
+    if isinstance(error, RunError | RunDirError):
+        return str(error)
+    found = oserror(error)
+    if found is not None:
+        where = found.filename or run_dir
+        then = (
+            f"rerun the same command: it resumes from {resume_from}"
+            if resume_from is not None
+            else "rerun the same command"
+        )
+        return f"cannot write {where}: {found.strerror}; {WRITE_ERRORS[found.errno]}, then {then}"
+    return None

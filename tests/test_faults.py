@@ -1,0 +1,140 @@
+"""What a user's situation makes go wrong once a run has started ends in one line on stderr, with
+nothing lost: a full disk (a real tmpfs of 1 MiB), a truncated checkpoint, a misspelt Trainer
+option; all through src/train.py."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import CONF, QUICK, read_json, train_py
+
+from longterm.config import ConfigError
+from longterm.continue_run import relocate
+from longterm.preflight import check
+
+
+def error_line(stderr: str) -> str:
+    """The one line a failed command ends with; no traceback before it."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), stderr
+    return lines[-1]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs (root only), unmounted after the test."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)])
+    if done.returncode != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """A QUICK run never stopped: what a resumed one must end as."""
+    run_dir = tmp_path_factory.mktemp("reference")
+    out = train_py(*QUICK, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 0, out.stderr
+    return run_dir
+
+
+def history(run_dir: Path) -> list[float]:
+    return read_json(run_dir / "result.json")["val_acc_history"]
+
+
+# A checkpoint of the paper's model with its Adam state (about 140 kB), and room for the first
+# epoch's files beside two of them: the first epoch fits, the second epoch's checkpoint does not.
+CHECKPOINT = 140_000
+ROOM = 2 * CHECKPOINT + 60_000
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """Write zeros into `disk` until `leave` bytes are free."""
+    filler = disk / "filler"
+    free = shutil.disk_usage(disk).free
+    filler.write_bytes(b"\0" * (free - leave))
+    return filler
+
+
+def test_a_full_disk_keeps_the_last_checkpoint_and_the_same_command_resumes(small_disk, reference):
+    """The disk fills at the second epoch's checkpoint: one line, the first epoch's last.ckpt
+    whole, no temporary file left; once space is freed, the same command ends as a run never
+    stopped."""
+    run_dir = small_disk / "run"
+    args = [*QUICK, f"hydra.run.dir={run_dir}"]
+    filler = fill(small_disk, ROOM)
+    out = train_py(*args)
+    line = error_line(out.stderr)
+    assert out.returncode == 1
+    ckpt = run_dir / "checkpoints" / "last.ckpt"
+    assert line.startswith(f"error: cannot write {run_dir / 'checkpoints'}/")
+    assert line.endswith(
+        ".ckpt: No space left on device; free some space, then rerun the same command: it "
+        f"resumes from {ckpt}"
+    )
+    assert torch.load(ckpt, map_location="cpu", weights_only=False)["global_step"] == 20
+    leftovers = [p for p in run_dir.rglob("*") if p.is_file() and ".tmp" in p.name]
+    assert not leftovers
+    assert read_json(run_dir / "result.json")["status"] == "failed"  # written: it is small
+
+    filler.unlink()
+    out = train_py(*args)
+    assert out.returncode == 0, out.stderr
+    again = read_json(run_dir / "result.json")
+    assert again["status"] == "max_epochs" and again["resumed_at_update"] == 20
+    assert again["val_acc_history"] == history(reference)
+
+
+def test_an_unreadable_checkpoint_is_kept_and_the_run_resumes_from_the_best(tmp_path, reference):
+    """A truncated last.ckpt: kept beside as last.ckpt.unreadable, the run goes on from
+    best.ckpt to the result it had; with no readable checkpoint, one line says what to do."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    for ckpt in (tmp_path / "checkpoints").glob("*.ckpt"):
+        relocate(ckpt, ckpt, tmp_path)  # its callbacks' paths, as continue_run moves them
+    (tmp_path / "result.json").unlink()  # as if killed after its last epoch's checkpoint
+    args = [*QUICK, f"hydra.run.dir={tmp_path}"]
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    truncated = last.read_bytes()[:1000]
+    last.write_bytes(truncated)
+
+    out = train_py(*args)
+    assert out.returncode == 0, out.stderr
+    assert "last.ckpt cannot be read (PytorchStreamReader failed" in out.stdout
+    assert (tmp_path / "checkpoints" / "last.ckpt.unreadable").read_bytes() == truncated
+    assert history(tmp_path) == history(reference)
+
+    (tmp_path / "result.json").unlink()
+    for name in ("last.ckpt", "best.ckpt"):
+        (tmp_path / "checkpoints" / name).write_bytes(truncated)
+    out = train_py(*args)
+    assert out.returncode == 1
+    folder = tmp_path / "checkpoints"
+    assert error_line(out.stderr) == (
+        f"error: {last} cannot be read (PytorchStreamReader failed reading zip archive: failed "
+        "finding central directory), and no other checkpoint of the run can: to start the run "
+        f"again, move them away (mv {folder} {folder}.unreadable) and rerun the same command"
+    )
+    assert last.read_bytes() == truncated  # never deleted
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (
+            ["+trainer.max_epoch=5"],
+            "trainer.max_epoch is not an argument of Lightning's Trainer: did you mean "
+            "trainer.max_epochs?",
+        ),
+        (["+trainer.speed=2"], "trainer.speed is not an argument of Lightning's Trainer"),
+    ],
+)
+def test_a_misspelt_trainer_option_is_one_line_before_training(args, expected):
+    with pytest.raises(ConfigError) as err:
+        check(args, CONF)
+    assert str(err.value).startswith(expected)
