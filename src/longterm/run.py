@@ -40,6 +40,7 @@ from longterm.rundir import (
     events_dir,
     finished,
 )
+from longterm.terminal import progress_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -275,7 +276,14 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         else False
     )
     plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=plugins)
+    shows, bar = progress_callbacks(cfg.trainer.get("enable_progress_bar", True))
+    trainer = instantiate(
+        cfg.trainer,
+        callbacks=[*callbacks, *shows],
+        logger=logger,
+        plugins=plugins,
+        enable_progress_bar=bar,
+    )
     params = run_params(cfg)
     if logger:
         log_hparams(logger, params)
