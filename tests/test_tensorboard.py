@@ -51,7 +51,7 @@ NAMES = {  # (lr, threshold) -> directory
 }
 STATUS = {  # (lr, threshold) -> (result status, HPARAMS session status)
     (1e-3, 0.0): ("solved", api_pb2.STATUS_SUCCESS),
-    (1e-3, 1.0): ("max_epochs", api_pb2.STATUS_SUCCESS),
+    (1e-3, 1.0): ("max_epochs", api_pb2.STATUS_FAILURE),
     (1e30, 0.0): ("diverged", api_pb2.STATUS_FAILURE),
     (1e30, 1.0): ("diverged", api_pb2.STATUS_FAILURE),
 }
@@ -229,7 +229,7 @@ def test_the_schema_holds_every_key_a_run_can_have():
     "status, code",
     [
         ("solved", api_pb2.STATUS_SUCCESS),
-        ("max_epochs", api_pb2.STATUS_SUCCESS),
+        ("max_epochs", api_pb2.STATUS_FAILURE),
         ("diverged", api_pb2.STATUS_FAILURE),
         ("failed", api_pb2.STATUS_FAILURE),
     ],

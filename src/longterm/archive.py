@@ -4,7 +4,7 @@ run continues from on another machine.
 `outputs/`, where runs are made, is not kept with the repository; `runs/` is. `put` copies what
 the collector and `continue_run` read from each run of a sweep, and nothing else:
 
-    <sweep>/sweep.json, <sweep>/multirun.yaml          the commands (analysis/provenance.py)
+    <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py)
     <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
     <run>/checkpoints/last.ckpt                        unless the run is solved: a run that may
                                                        be continued, resumed or evaluated
@@ -30,13 +30,13 @@ from pathlib import Path
 import torch
 
 from longterm.continue_run import relocate
-from longterm.records import RESULT_FILE, SWEEP_RECORD, read_result
+from longterm.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD, read_result
 from longterm.rundir import CHECKPOINTS, event_files
 
 ARCHIVE = Path("runs")
 OUTPUTS = Path("outputs")
 BUDGET_MB = 40.0  # the whole archive: small enough to clone with the code
-SWEEP_FILES = (SWEEP_RECORD, "multirun.yaml")
+SWEEP_FILES = (SWEEP_RECORD, COMMANDS_RECORD, "multirun.yaml")
 RUN_FILES = (RESULT_FILE, ".hydra/overrides.yaml", ".hydra/config.yaml")
 LAST = f"{CHECKPOINTS}/last.ckpt"
 

@@ -13,7 +13,7 @@ marks no column as differing).
 - At the end, in an event file of its own: the verdict scalars (`METRICS`), which every finished
   run has (parallel coordinates draw only the runs that have every ticked metric; `val/acc` is
   missing from a run that diverged before its first validation), and the session end with the
-  real status: solved and max_epochs are a success, diverged and failed a failure. An
+  real status: solved is a success, max_epochs, diverged and failed a failure. An
   interrupted run writes neither: the same command resumes it.
 """
 
@@ -65,7 +65,9 @@ METRICS = {
     "verdict/best_acc": "the best val/acc (0 if the run never measured one)",
     "verdict/epochs": "epochs trained",
 }
-SUCCESS = ("solved", "max_epochs")  # the other final statuses, diverged and failed, are failures
+# A run that solved its task is a success; every other end (max_epochs: not solved within the
+# limit; diverged; failed) a failure, so solved runs stand apart at a glance.
+SUCCESS = ("solved",)
 RECORDS = (
     metadata.EXPERIMENT_TAG,
     metadata.SESSION_START_INFO_TAG,

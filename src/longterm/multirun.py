@@ -1,7 +1,8 @@
-"""The table a multirun ends with: each job of the sweep directory, its settings (the job's
-directory name, longterm.naming), status, best validation accuracy and epochs; a Hydra callback
-(conf/hydra/default.yaml, `callbacks.jobs_table`), run in the process that launched the sweep,
-whatever the launcher."""
+"""Hydra callbacks of a multirun (conf/hydra/default.yaml, `callbacks`), run in the process that
+launched the sweep, whatever the launcher: `RecordCommand` appends the command to the sweep
+directory's commands.json (the collector's sweeps.md lists every command a directory was run
+with), and `JobsTable` ends the sweep with a table of its jobs: settings (the job's directory
+name, longterm.naming), status, best validation accuracy and epochs."""
 
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,14 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from tabulate import tabulate
 
-from longterm.records import RESULT_FILE, read_result
+from longterm.records import (
+    COMMANDS_RECORD,
+    RESULT_FILE,
+    append_record,
+    git_commit,
+    now,
+    read_result,
+)
 
 
 def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -42,3 +50,20 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
+
+
+def command(config: DictConfig) -> str:
+    """The command line of a multirun, as a user would type it again."""
+    hydra = config.hydra
+    extra = [s.path for s in hydra.runtime.config_sources if s.provider == "command-line"]
+    flags = [f"--config-dir {path.removeprefix('file://')}" for path in extra]
+    where = [o for o in hydra.overrides.hydra if o.startswith("hydra.sweep.dir=")]
+    return " ".join(["python src/train.py -m", *flags, *hydra.overrides.task, *where])
+
+
+class RecordCommand(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        entry = {"command": command(config), "started_at": now(), "commit": git_commit()}
+        append_record(sweep_dir / COMMANDS_RECORD, entry)

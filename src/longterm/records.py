@@ -20,6 +20,14 @@ RESULT_FILE = "result.json"
 FINAL_STATUSES = ("solved", "max_epochs", "diverged")
 # A launcher's record of its invocations in a sweep directory (longterm.experiments.lr_race).
 SWEEP_RECORD = "sweep.json"
+# Every `src/train.py -m` command run in a sweep directory, oldest first (longterm.multirun).
+COMMANDS_RECORD = "commands.json"
+
+
+def append_record(path: Path, entry: dict[str, Any]) -> None:
+    """Append `entry` to the JSON list at `path` (made if missing)."""
+    entries = json.loads(path.read_text()) if path.exists() else []
+    path.write_text(json.dumps([*entries, entry], indent=2) + "\n")
 
 
 def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:

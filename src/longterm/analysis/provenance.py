@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from longterm.records import SWEEP_RECORD
+from longterm.records import COMMANDS_RECORD, SWEEP_RECORD
 
 
 def same_value(a: str, b: str) -> bool:
@@ -34,11 +34,13 @@ def launched_by(job: list[str], command: list[str]) -> bool:
 
 
 def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
-    """The commands that filled `sweep`. The lr race keeps its own record. Hydra's
-    multirun.yaml keeps only the last command run in the directory, so a job that command did
-    not make is given as a command of its own: its overrides (`.hydra/overrides.yaml`)."""
-    if (sweep / SWEEP_RECORD).exists():
-        return [entry["command"] for entry in json.loads((sweep / SWEEP_RECORD).read_text())]
+    """The commands that filled `sweep`. The lr race keeps its own record, and every multirun
+    appends its command to another (longterm.multirun). A sweep made before that has Hydra's
+    multirun.yaml, which keeps only the last command run in the directory, so a job that command
+    did not make is given as a command of its own: its overrides (`.hydra/overrides.yaml`)."""
+    for record in (SWEEP_RECORD, COMMANDS_RECORD):
+        if (sweep / record).exists():
+            return [entry["command"] for entry in json.loads((sweep / record).read_text())]
     if not (sweep / "multirun.yaml").exists():
         return []
     overrides = OmegaConf.load(sweep / "multirun.yaml").hydra.overrides

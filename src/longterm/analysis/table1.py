@@ -48,7 +48,27 @@ def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
             if len(best)
             else None,
             "grid_wall_s": runs.wall_time_s.sum(),
+            "protocols": tuple(sorted({protocol(c) for c in runs.config})),
         }
+    )
+
+
+def protocol(config: dict) -> tuple[int | None, ...]:
+    """A run's (updates an epoch, validation sequences), the keys of published.PROTOCOL."""
+    return tuple(config["data"].get(key) for key in published.PROTOCOL)
+
+
+def protocol_note(protocols: Iterable[tuple[int | None, ...]]) -> str | None:
+    """Why a cell's runs cannot stand beside the paper's value; None when they followed its
+    protocol."""
+    paper = tuple(published.PROTOCOL.values())
+    other = [p for p in protocols if p != paper]
+    if not other:
+        return None
+    updates, sequences = other[0]
+    return (
+        f"no paper value: {updates} updates an epoch, {sequences} validation sequences; "
+        f"the paper's {paper[0]} and {paper[1]}"
     )
 
 
@@ -88,6 +108,7 @@ def summarise(seeds: pd.DataFrame) -> pd.Series:
             "diverged_runs": sum(len(d) for d in seeds.diverged_lrs),
             "best_run_wall_s": seeds.best_wall_s.median(),
             "grid_wall_s": seeds.grid_wall_s.sum(),
+            "protocol_note": protocol_note(set().union(*seeds.protocols)),
         }
     )
 
@@ -137,7 +158,10 @@ def table1(seeds: pd.DataFrame) -> pd.DataFrame:
     if seeds.empty:
         return pd.DataFrame()
     cells = seeds.groupby(CELL).apply(summarise, include_groups=False).reset_index()
-    cells["paper"] = [published.TABLE1.get((t, p), {}).get(T0) for t, p, T0 in cells[CELL].values]
+    cells["paper"] = [
+        None if note else published.TABLE1.get((t, p), {}).get(T0)
+        for (t, p, T0), note in zip(cells[CELL].values, cells.protocol_note, strict=True)
+    ]
     return cells
 
 
@@ -162,7 +186,8 @@ def epochs_text(c: Any, task: str, pool: str, T0: int) -> str:
     value = paper_text(published.TABLE1.get((task, pool), {}).get(T0))
     if c is None:
         return f"not run ({value})"
-    return f"{cell_text(pd.Series(c._asdict()))} ({value})"
+    note = c.protocol_note
+    return f"{cell_text(pd.Series(c._asdict()))} ({note or value})"
 
 
 def chosen_text(c: Any, *_: Any) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from longterm.analysis.published import LEARNING_RATES
-from longterm.records import RESULT_FILE, SWEEP_RECORD, now
+from longterm.records import RESULT_FILE, SWEEP_RECORD, append_record, now
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
 CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
@@ -112,9 +112,7 @@ class Race:
 
 def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
     """Append one invocation to `<sweep dir>/sweep.json` (a list, oldest first)."""
-    path = sweep_dir / SWEEP_RECORD
-    entries = json.loads(path.read_text()) if path.exists() else []
-    path.write_text(json.dumps([*entries, entry], indent=2) + "\n")
+    append_record(sweep_dir / SWEEP_RECORD, entry)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
