@@ -21,6 +21,7 @@ from longterm.checkpoint_io import AtomicCheckpointIO
 from longterm.config import validate
 from longterm.faults import RunError, explain
 from longterm.hparams import NAMED, close_session, open_session
+from longterm.memory import memory_error
 from longterm.models.build import sequence_model
 from longterm.module import MemoryTaskModule
 from longterm.records import (
@@ -262,6 +263,10 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
+    data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
+    too_large = memory_error(module.net, data, task)  # longterm.memory
+    if too_large:
+        raise RunError(too_large)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
     ckpt = resumable(last_checkpoint(callbacks))
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)

@@ -48,7 +48,7 @@ def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
             if len(best)
             else None,
             "grid_wall_s": runs.wall_time_s.sum(),
-            "protocols": tuple(sorted({protocol(c) for c in runs.config})),
+            "protocols": tuple(sorted({protocol(c) for c in runs.get("config", [])})),
         }
     )
 
@@ -62,7 +62,7 @@ def protocol_note(protocols: Iterable[tuple[int | None, ...]]) -> str | None:
     """Why a cell's runs cannot stand beside the paper's value; None when they followed its
     protocol."""
     paper = tuple(published.PROTOCOL.values())
-    other = [p for p in protocols if p != paper]
+    other = [p for p in protocols if p != paper and None not in p]  # None: not recorded
     if not other:
         return None
     updates, sequences = other[0]

@@ -48,7 +48,7 @@ def note(runs: pd.DataFrame) -> str | None:
     or a test set of other than its 100 lengths x 10 sequences; None when they followed it."""
     protocols = {
         (d["batches_per_epoch"], d["val_batches"] * d["val_batch_size"])
-        for d in (c["data"] for c in runs.config)
+        for d in (c["data"] for c in runs.get("config", []))
     }
     return protocol_note(protocols)
 

@@ -1,0 +1,105 @@
+"""What a run will hold in memory, estimated before it trains, and refused in one line when the
+machine does not have it (a length far beyond the paper's would otherwise sit allocating until
+the kernel kills it).
+
+The rule: data + activations must fit in the memory available now (MemAvailable, or the cgroup's
+limit when lower), with FIT_FRACTION of it to spare for the rest of the process.
+- Data: the validation set, held for the whole run, in float32, and a training batch as it is
+  generated (float64, as the paper's generator draws it, its float32 copy and the mask; twice the
+  float64 array for the generator's own intermediates).
+- Activations: what autograd saves for the backward pass of one update, measured on the model
+  itself at two short lengths (the tensors its saved_tensors_hooks see, each storage once) and
+  extrapolated linearly to the batch's width; every model here is linear in T (attention models
+  attend over a fixed span).
+"""
+
+import copy
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from longterm.tasks import default_width
+
+FIT_FRACTION = 0.8  # of the available memory a run may plan to use
+PROBE_STEPS = (128, 256)  # the lengths the activations are measured at
+PROBE_BATCH = 4  # sequences per probe; activations scale with the batch
+GiB = 2**30
+
+
+def available_bytes() -> int:
+    """Memory this process can still take: MemAvailable, or the cgroup's room when smaller."""
+    with open("/proc/meminfo") as f:
+        info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f}
+    room = info.get("MemAvailable", info["MemFree"])
+    limit, used = Path("/sys/fs/cgroup/memory.max"), Path("/sys/fs/cgroup/memory.current")
+    if limit.exists() and used.exists() and limit.read_text().strip() != "max":
+        room = min(room, int(limit.read_text()) - int(used.read_text()))
+    return room
+
+
+def saved_bytes(net: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
+    """Bytes autograd saves for one forward of `net` on (x, mask), each storage counted once."""
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = net(x, mask)
+    storages.pop(0, None)  # an empty storage
+    return sum(storages.values()) + out.numel() * out.element_size()
+
+
+def activation_bytes(net: nn.Module, n_features: int, batch_size: int, width: int) -> int:
+    """What one update of `net` saves for its backward pass on a batch of `batch_size` sequences
+    of `width` steps, measured at PROBE_STEPS and extrapolated linearly."""
+    measured, probe = [], copy.deepcopy(net)  # a probe's forward may change a module's state
+    g = torch.Generator().manual_seed(0)  # and never draws from the run's random stream
+    for steps in PROBE_STEPS:
+        x = torch.randn(PROBE_BATCH, steps, n_features, generator=g)
+        mask = torch.ones(PROBE_BATCH, steps, dtype=torch.bool)
+        measured.append(saved_bytes(probe, x, mask))
+    (t1, t2), (m1, m2) = PROBE_STEPS, measured
+    per_step = max(m2 - m1, 0) / (t2 - t1)
+    return int((m2 + per_step * (width - t2)) * batch_size / PROBE_BATCH)
+
+
+def data_bytes(data: dict, n_features: int, per_step: bool) -> tuple[int, int]:
+    """(the validation set held, one training batch being generated), in bytes."""
+    step = n_features * 4 + 1 + (8 if per_step else 0)  # x float32, the mask, a step's target
+    if data["name"] == "fixed":
+        width = default_width(data["T0"])
+        held = data["val_size"] * width * step
+    else:
+        width = data["max_length"]
+        mean = (data["min_length"] + data["max_length"]) / 2
+        held = int(data["val_batches"] * data["val_batch_size"] * mean * step)
+    batch = data["batch_size"] * width * (n_features * (2 * 8 + 8 + 4) + 1)
+    return held, batch
+
+
+def longest_width(data: dict) -> int:
+    return default_width(data["T0"]) if data["name"] == "fixed" else data["max_length"]
+
+
+def memory_error(net: nn.Module, data: dict, task: dict) -> str | None:
+    """Why a run of `net` on `data` and `task` (the config's sections) cannot fit in memory, in
+    one line with the estimate and what the machine has; None when it fits."""
+    n_features = task["n_features"]
+    held, batch = data_bytes(data, n_features, task["labels"] == "step")
+    active = activation_bytes(net, n_features, data["batch_size"], longest_width(data))
+    need, room = held + batch + active, available_bytes()
+    if need <= FIT_FRACTION * room:
+        return None
+    where = (
+        f"T0={data['T0']}" if data["name"] == "fixed" else f"data.max_length={data['max_length']}"
+    )
+    return (
+        f"{where} needs about {need / GiB:.1f} GiB (the validation set held: {held / GiB:.1f}, "
+        f"a batch of {data['batch_size']} being generated: {batch / GiB:.1f}, the update's "
+        f"activations: {active / GiB:.1f}) and this machine has {room / GiB:.1f} GiB available: "
+        "use shorter sequences, a smaller data.batch_size, or fewer validation sequences"
+    )
