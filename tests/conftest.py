@@ -175,3 +175,11 @@ def wait_for_file(pattern: str, root: Path, process: subprocess.Popen) -> Path:
     wait_for(lambda: any(root.glob(pattern)) or process.poll() is not None, pattern)
     assert process.poll() is None, process.stderr.read()
     return next(root.glob(pattern))
+
+
+def run_once(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Path:
+    """A run of src/train.py with `args` in a new directory `name`, which must succeed."""
+    run_dir = tmp_path_factory.mktemp(name)
+    out = train_py(*args, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 0, out.stderr
+    return run_dir

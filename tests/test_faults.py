@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, QUICK, read_json, train_py
+from conftest import CONF, QUICK, read_json, run_once, train_py
 
 from longterm.config import ConfigError
 from longterm.continue_run import relocate
@@ -38,10 +38,7 @@ def small_disk(tmp_path):
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
     """A QUICK run never stopped: what a resumed one must end as."""
-    run_dir = tmp_path_factory.mktemp("reference")
-    out = train_py(*QUICK, f"hydra.run.dir={run_dir}")
-    assert out.returncode == 0, out.stderr
-    return run_dir
+    return run_once(tmp_path_factory, "reference", *QUICK)
 
 
 def history(run_dir: Path) -> list[float]:

@@ -20,6 +20,7 @@ from conftest import (
     multirun,
     quick,
     read_json,
+    run_once,
     start,
     train_py,
     wait_for_file,
@@ -42,10 +43,7 @@ def sessions(run_dir: Path) -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> Path:
     """The run the interrupted ones must end up equal to: LONGER, never stopped."""
-    run_dir = tmp_path_factory.mktemp("uninterrupted")
-    out = train_py(*LONGER, f"hydra.run.dir={run_dir}")
-    assert out.returncode == 0, out.stderr
-    return run_dir
+    return run_once(tmp_path_factory, "uninterrupted", *LONGER)
 
 
 def record(run_dir: Path) -> str:
