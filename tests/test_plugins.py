@@ -9,14 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONF, ROOT, TINY, conf_names, read_json, sweep_results, train_py
+from conftest import CONF, ROOT, TINY, composed, conf_names, read_json, sweep_results, train_py
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.config import ConfigError
 from longterm.contract import encoder_report, task_report
 from longterm.hparams import records
+from longterm.naming import short_name
 from longterm.preflight import check
+from longterm.run import build_model, run_params
 
 EXAMPLE = ROOT / "examples" / "mylab"
 PLUGINS = ROOT / "tests" / "plugins"  # leaky.py: declared causal, and not
@@ -192,17 +194,15 @@ def test_config_dir_and_name_mistakes_are_one_line(args, expected):
     assert str(err.value).startswith(expected), err.value
 
 
-def test_a_swapped_encoder_with_a_name_of_its_own_runs_under_it(tmp_path):
-    out = train_py(
-        "model=lstm",
-        "model.encoder=longterm.models.recurrent.RNN",
-        "model.name=tanh_rnn",
-        *TINY,
-        f"hydra.run.dir={tmp_path}",
-    )
-    assert out.returncode == 0, out.stderr
-    result = read_json(tmp_path / "result.json")
-    assert result["model"] == "tanh_rnn" and result["n_params"] == 100 * (2 + 100 + 2) + 10_201
+def test_a_swapped_encoder_with_a_name_of_its_own_is_recorded_under_it():
+    """The check passes, and the run is named, recorded and built as the new encoder."""
+    args = ["model=lstm", "model.encoder=longterm.models.recurrent.RNN", "model.name=tanh_rnn"]
+    check(args, CONF)
+    cfg = composed(*args, with_hydra=True)
+    assert short_name(cfg).startswith("addition-tanh_rnn-last-T50")
+    assert run_params(cfg)["model"] == "tanh_rnn"
+    net = build_model(cfg).net
+    assert sum(p.numel() for p in net.parameters()) == 100 * (2 + 100 + 2) + 10_201
 
 
 def test_the_contract_command_on_the_example_and_on_a_broken_model(lab):

@@ -2,24 +2,12 @@
 val/acc on a terminal; one line per epoch when piped; a table of the jobs at a multirun's end."""
 
 import pytorch_lightning as L
-from conftest import QUICK, composed, quick, train_py
+from conftest import composed, quick, train_py
 
 from longterm.run import build_model, instantiate_named
 from longterm.terminal import EpochBar
 
 SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off
-
-
-def test_a_piped_run_prints_one_line_per_epoch(tmp_path):
-    """Captured output is no terminal: the lines say the epoch of the limit, the loss and the
-    last val/acc, and no carriage return is written."""
-    out = train_py(*SHOWN, f"hydra.run.dir={tmp_path}")
-    assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if "[longterm.terminal]" in line]
-    assert [line.split(" - ")[1].split(":")[0] for line in lines] == ["epoch 1/2", "epoch 2/2"]
-    assert all(", val/acc " in line and ": loss " in line for line in lines)
-    assert "\r" not in out.stdout + out.stderr
-    assert len(lines) == (tmp_path / "train.log").read_text().count("[longterm.terminal]")
 
 
 def test_the_bar_shows_the_epoch_of_the_limit_the_loss_and_the_accuracy(capsys):
@@ -40,9 +28,22 @@ def test_the_bar_shows_the_epoch_of_the_limit_the_loss_and_the_accuracy(capsys):
     assert "loss=" in last and "val/acc=" in last and "v_num" not in last
 
 
-def test_a_multirun_ends_with_a_table_of_its_jobs(tmp_path):
-    out = train_py("-m", "task=addition,xor", *QUICK, f"hydra.sweep.dir={tmp_path}")
+def test_piped_runs_print_a_line_per_epoch_and_the_multirun_a_table_of_its_jobs(tmp_path):
+    """Captured output is no terminal: each epoch's line says the epoch of the limit, the loss
+    and the last val/acc, no carriage return is written; the multirun ends with its jobs."""
+    out = train_py("-m", "task=addition,xor", *SHOWN, f"hydra.sweep.dir={tmp_path}")
     assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if "[longterm.terminal]" in line]
+    epochs = [line.split(" - ")[1].split(":")[0] for line in lines]
+    assert epochs == ["epoch 1/2", "epoch 2/2"] * 2
+    assert all(", val/acc " in line and ": loss " in line for line in lines)
+    assert "\r" not in out.stdout + out.stderr
+    logged = [
+        (p / "train.log").read_text().count("[longterm.terminal]")
+        for p in tmp_path.iterdir()
+        if p.is_dir()
+    ]
+    assert logged == [2, 2]
     table = out.stdout[out.stdout.index(f"2 jobs in {tmp_path}:") :].splitlines()
     assert table[1].split() == ["job", "status", "best", "val/acc", "epochs"]
     rows = [line.split() for line in table[3:5]]

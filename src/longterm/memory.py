@@ -22,7 +22,7 @@ from torch import nn
 from longterm.tasks import default_width
 
 FIT_FRACTION = 0.8  # of the available memory a run may plan to use
-PROBE_STEPS = (128, 256)  # the lengths the activations are measured at
+PROBE_STEPS = (64, 128)  # the lengths the activations are measured at
 PROBE_BATCH = 4  # sequences per probe; activations scale with the batch
 GiB = 2**30
 
