@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from longterm.config import ConfigError
@@ -21,7 +23,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from longterm.faults import RunError
+    from longterm.faults import FAILED_JOBS, RunError
     from longterm.run import train  # torch and Lightning load only once the command line is good
 
     try:
@@ -29,7 +31,12 @@ def main(cfg: DictConfig) -> float | None:
     except RunError as e:  # the run's situation, not the code: one line (longterm.faults)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        sys.exit(f"error: {e}")
+        if HydraConfig.get().mode != RunMode.MULTIRUN:
+            sys.exit(f"error: {e}")
+        # a sweep's other jobs go on; it ends with its table, then exits non-zero (multirun.py)
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        FAILED_JOBS.append(str(e))
+        return None
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 what the machine has (longterm.memory), at lengths far beyond the paper's; one that fits runs."""
 
 import pytest
-from conftest import QUICK, composed, train_py
+from conftest import QUICK, composed, sweep_results, train_py
 from omegaconf import OmegaConf
 
 from longterm.memory import GiB, activation_bytes, available_bytes, memory_error
@@ -49,9 +49,14 @@ def test_activations_grow_with_the_batch_and_the_length():
     assert one >= 10 * 1000 * 4 * 100 * 4
 
 
-def test_a_run_too_large_stops_in_one_line_through_train_py(tmp_path):
-    out = train_py(*QUICK, "T0=5000000", f"hydra.run.dir={tmp_path}", timeout=120)
-    assert out.returncode == 1
-    assert "Traceback" not in out.stderr
-    assert out.stderr.strip().splitlines()[-1].startswith("error: T0=5000000 needs about ")
-    assert not (tmp_path / "checkpoints").exists()
+def test_a_job_too_large_stops_alone_and_the_sweep_ends_non_zero(tmp_path):
+    """Through src/train.py -m: the job that cannot fit stops in one line before training, the
+    other job of the sweep trains, the sweep's table shows both, and the command exits 1."""
+    out = train_py("-m", "T0=5000000,50", *QUICK, f"hydra.sweep.dir={tmp_path}", timeout=200)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2 and errors[0].startswith("error: T0=5000000 needs about ")
+    assert errors[1] == "error: 1 job(s) of the sweep stopped; each said why above"
+    assert [r["T0"] for r in sweep_results(tmp_path)] == [50]
+    table = out.stdout[out.stdout.index("2 jobs in ") :]
+    assert "no result" in table and "max_epochs" in table

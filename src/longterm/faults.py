@@ -17,6 +17,11 @@ class RunError(RuntimeError):
     """A run stopped by its situation, not by the code; the message is one line."""
 
 
+# The lines of the jobs of this process's multirun that stopped so (src/train.py): the sweep
+# goes on, and ends non-zero once its table is printed (longterm.multirun.JobsTable).
+FAILED_JOBS: list[str] = []
+
+
 # errno -> what to do, for an OSError while a run writes its directory.
 WRITE_ERRORS = {
     errno.ENOSPC: "free some space",

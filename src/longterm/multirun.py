@@ -4,6 +4,7 @@ directory's commands.json (the collector's sweeps.md lists every command a direc
 with), and `JobsTable` ends the sweep with a table of its jobs: settings (the job's directory
 name, longterm.naming), status, best validation accuracy and epochs."""
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from tabulate import tabulate
 
+from longterm.faults import FAILED_JOBS
 from longterm.records import (
     COMMANDS_RECORD,
     RESULT_FILE,
@@ -50,6 +52,8 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
+        if FAILED_JOBS:
+            sys.exit(f"error: {len(FAILED_JOBS)} job(s) of the sweep stopped; each said why above")
 
 
 def command(config: DictConfig) -> str:
