@@ -27,10 +27,8 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "wb") as f:
-                torch.save(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
+            with os.fdopen(fd, "wb") as f:  # no fsync: a rename is atomic for a process that
+                torch.save(checkpoint, f)  # dies, and a sync at every epoch costs time
             os.replace(tmp, path)
         except BaseException as e:
             Path(tmp).unlink(missing_ok=True)
