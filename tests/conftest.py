@@ -63,8 +63,19 @@ def train_py(
 ) -> subprocess.CompletedProcess:
     """Run the real entry point `src/train.py` with these arguments (and `env` added to this
     process's environment)."""
+    return src_py("train.py", *args, cwd=cwd, timeout=timeout, env=env)
+
+
+def src_py(
+    script: str,
+    *args: str,
+    cwd: Path = ROOT,
+    timeout: int = 300,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
+    """Run `src/<script>` (train.py, contract.py) as a user does, output captured."""
     return subprocess.run(
-        [sys.executable, str(ROOT / "src" / "train.py"), *args],
+        [sys.executable, str(ROOT / "src" / script), *args],
         cwd=cwd,
         capture_output=True,
         text=True,

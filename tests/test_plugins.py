@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CONF, ROOT, TINY, composed, conf_names, read_json, sweep_results, train_py
+from conftest import (
+    CONF,
+    ROOT,
+    TINY,
+    composed,
+    conf_names,
+    read_json,
+    src_py,
+    sweep_results,
+    train_py,
+)
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
@@ -37,16 +47,7 @@ def in_lab(lab: Path) -> dict[str, str]:
 
 
 def contract_py(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run(
-        [sys.executable, str(ROOT / "src" / "contract.py"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+    return src_py("contract.py", *args, cwd=cwd, env=env, timeout=120)
 
 
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):

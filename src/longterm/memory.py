@@ -70,11 +70,10 @@ def activation_bytes(net: nn.Module, n_features: int, batch_size: int, width: in
 def data_bytes(data: dict, n_features: int, per_step: bool) -> tuple[int, int]:
     """(the validation set held, one training batch being generated), in bytes."""
     step = n_features * 4 + 1 + (8 if per_step else 0)  # x float32, the mask, a step's target
+    width = longest_width(data)
     if data["name"] == "fixed":
-        width = default_width(data["T0"])
         held = data["val_size"] * width * step
     else:
-        width = data["max_length"]
         mean = (data["min_length"] + data["max_length"]) / 2
         held = int(data["val_batches"] * data["val_batch_size"] * mean * step)
     batch = data["batch_size"] * width * (n_features * (2 * 8 + 8 + 4) + 1)

@@ -16,6 +16,7 @@ Generator: `func(rng, min_length, n_sequences, max_length=None, **params) -> (X,
 This module imports nothing heavy: resolving a path imports only the module it names.
 """
 
+import functools
 import importlib
 import inspect
 import typing
@@ -132,9 +133,12 @@ def check_types(cls: type, values: dict[str, Any]) -> dict[str, Any]:
 
 def generator(ref: "str | Callable[..., Any]", key: str = "task.generator") -> Callable[..., Any]:
     """A task generator: `ref` itself if it is callable, else the function its import path
-    names."""
-    if callable(ref):
-        return ref
+    names (resolved once: every batch of a run asks for it)."""
+    return ref if callable(ref) else generator_at(ref, key)
+
+
+@functools.cache
+def generator_at(ref: str, key: str) -> Callable[..., Any]:
     found = resolve(ref, key)
     if not callable(found):
         raise PluginError(f"{key}={ref} is invalid: {found!r} is not a function")

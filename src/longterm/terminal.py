@@ -39,15 +39,18 @@ class EpochBar(TQDMProgressBar):
 
 
 class EpochLines(L.Callback):
-    """One log line per epoch, after its validation: `epoch 3/100: loss 0.0123, val/acc 0.987
-    (12.3 s)`; it reaches the console and train.log through Hydra's handlers."""
+    """One log line per epoch, after its validation: `epoch <e>/<limit>: loss <loss>, val/acc
+    <acc> (<seconds> s)`; it reaches the console and train.log through Hydra's handlers."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.started = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         values = ", ".join(f"{label} {value}" for label, value in shown(trainer).items())
-        took = time.perf_counter() - getattr(self, "started", time.perf_counter())
+        took = time.perf_counter() - self.started
         log.info(f"{epoch_of(trainer)}: {values or 'no metrics yet'} ({took:.1f} s)")
 
 
