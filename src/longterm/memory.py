@@ -84,21 +84,26 @@ def longest_width(data: dict) -> int:
     return default_width(data["T0"]) if data["name"] == "fixed" else data["max_length"]
 
 
-def memory_error(net: nn.Module, data: dict, task: dict) -> str | None:
+def memory_error(net: nn.Module, data: dict, task: dict, side_by_side: int = 1) -> str | None:
     """Why a run of `net` on `data` and `task` (the config's sections) cannot fit in memory, in
-    one line with the estimate and what the machine has; None when it fits."""
+    one line with the estimate and what the machine has; None when it fits. A job that runs
+    beside others (`side_by_side`, launcher=parallel) may plan on its share of the memory."""
     n_features = task["n_features"]
     held, batch = data_bytes(data, n_features, task["labels"] == "step")
     active = activation_bytes(net, n_features, data["batch_size"], longest_width(data))
-    need, room = held + batch + active, available_bytes()
+    need, room = held + batch + active, available_bytes() / side_by_side
     if need <= FIT_FRACTION * room:
         return None
+    share, fixes = "", ["shorter sequences", "a smaller data.batch_size"]
+    if side_by_side > 1:
+        share = f" for each of {side_by_side} jobs side by side"
+        fixes.append("fewer jobs at a time (launcher.jobs)")
     where = (
         f"T0={data['T0']}" if data["name"] == "fixed" else f"data.max_length={data['max_length']}"
     )
     return (
         f"{where} needs about {need / GiB:.1f} GiB (the validation set held: {held / GiB:.1f}, "
         f"a batch of {data['batch_size']} being generated: {batch / GiB:.1f}, the update's "
-        f"activations: {active / GiB:.1f}) and this machine has {room / GiB:.1f} GiB available: "
-        "use shorter sequences, a smaller data.batch_size, or fewer validation sequences"
+        f"activations: {active / GiB:.1f}) and this machine has {room / GiB:.1f} GiB available"
+        f"{share}: use {', '.join(fixes)}, or fewer validation sequences"
     )

@@ -258,13 +258,26 @@ def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
     return None
 
 
+def side_by_side(cfg: DictConfig) -> int:
+    """How many jobs run at once with this one: launcher=parallel's `launcher.jobs`, which the
+    launcher resolves and hands each job with its `launcher.threads` (hydra_plugins/
+    longterm_launcher); 1 elsewhere. The job takes its threads here: torch's, and so OpenMP's
+    and the CPU kernels' (results do not depend on the number of threads)."""
+    threads = OmegaConf.select(cfg, "launcher.threads")
+    if isinstance(threads, int):
+        torch.set_num_threads(threads)
+    jobs = OmegaConf.select(cfg, "launcher.jobs")
+    return jobs if isinstance(jobs, int) else 1
+
+
 def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Build the parts, fit (from the last checkpoint when there is one), write result.json."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
-    too_large = memory_error(module.net, data, task)  # longterm.memory
+    jobs = side_by_side(cfg)
+    too_large = memory_error(module.net, data, task, jobs)  # longterm.memory
     if too_large:
         raise RunError(too_large)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
@@ -281,7 +294,8 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         else False
     )
     plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
-    shows, bar = progress_callbacks(cfg.trainer.get("enable_progress_bar", True))
+    # bars of jobs side by side would draw over each other: lines instead
+    shows, bar = progress_callbacks(cfg.trainer.get("enable_progress_bar", True), bars=jobs == 1)
     trainer = instantiate(
         cfg.trainer,
         callbacks=[*callbacks, *shows],

@@ -134,6 +134,15 @@ class LocalLauncher(Section):
     name: Literal["local"]
 
 
+class ParallelLauncher(Section):
+    """Jobs side by side on this machine (conf/launcher/parallel.yaml): at most `jobs` at a time,
+    `threads` each; `auto` is resolved when the sweep starts (hydra_plugins/longterm_launcher)."""
+
+    name: Literal["parallel"]
+    jobs: Annotated[Any, count_or_auto(1)]
+    threads: Annotated[Any, count_or_auto(1)]
+
+
 class SubmititLocalLauncher(Section):
     name: Literal["submitit_local"]
     time_min: int = Field(ge=1)
@@ -251,5 +260,6 @@ class TrainConfig(OpenSection):
     trainer: TrainerSection
     callbacks: CallbacksSection
     launcher: Annotated[
-        LocalLauncher | SubmititLocalLauncher | SlurmLauncher, Field(discriminator="name")
+        LocalLauncher | ParallelLauncher | SubmititLocalLauncher | SlurmLauncher,
+        Field(discriminator="name"),
     ]

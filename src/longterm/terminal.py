@@ -54,11 +54,12 @@ class EpochLines(L.Callback):
         log.info(f"{epoch_of(trainer)}: {values or 'no metrics yet'} ({took:.1f} s)")
 
 
-def progress_callbacks(enabled: bool) -> tuple[list[L.Callback], bool]:
+def progress_callbacks(enabled: bool, bars: bool = True) -> tuple[list[L.Callback], bool]:
     """The callbacks that show progress, and whether Lightning's bar stays enabled: the bar on a
-    terminal, lines elsewhere, nothing when the bar is turned off."""
+    terminal (unless `bars` is false: jobs side by side), lines elsewhere, nothing when the bar
+    is turned off."""
     if not enabled:
         return [], False
-    if sys.stderr.isatty():  # tqdm draws on stderr
+    if bars and sys.stderr.isatty():  # tqdm draws on stderr
         return [EpochBar()], True
     return [EpochLines()], False

@@ -13,7 +13,9 @@ limit too, so "accuracy after the limit" is over the whole grid as well.
 
 All jobs go through `src/train.py` into one sweep directory, named from their settings as in any
 multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
-off). Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
+off). Each stage's jobs run side by side (`--launcher parallel`, the default: at most one job per
+CPU); `--launcher local` runs them one after another, `--launcher slurm` sends them to a cluster.
+Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
 `python -m longterm.analysis.collect` reads them.
 """
 
@@ -82,7 +84,7 @@ class Race:
 
     def train(self, overrides: list[str]) -> None:
         a = self.args
-        command = ["src/train.py", "-m", *overrides, *a.overrides]
+        command = ["src/train.py", "-m", f"launcher={a.launcher}", *overrides, *a.overrides]
         command += ["trainer.enable_progress_bar=false", f"hydra.sweep.dir={self.sweep_dir}"]
         self.commands.append(command)
         print("+ python", shlex.join(command), flush=True)
@@ -133,10 +135,17 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         + ")",
     )
     p.add_argument("--max-epochs", type=int, help="the epoch limit (default: the config's, 100)")
+    p.add_argument(
+        "--launcher",
+        default="parallel",
+        help="how each stage's jobs run: parallel (side by side, the default), local, slurm, ...",
+    )
     p.add_argument("overrides", nargs="*", help="more src/train.py overrides, after --")
     args = p.parse_args(argv)
     if any(o.startswith("trainer.max_epochs=") for o in args.overrides):
         p.error("give the epoch limit as --max-epochs: the race sets trainer.max_epochs itself")
+    if any(o.startswith("launcher=") for o in args.overrides):
+        p.error("give the launcher as --launcher: the race sets launcher= itself")
     args.default_limit = OmegaConf.load(CONFIG_DIR / "trainer" / "default.yaml").max_epochs
     return args
 

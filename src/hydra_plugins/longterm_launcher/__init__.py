@@ -1,0 +1,1 @@
+"""longterm's Hydra launcher plugins: `launcher=parallel` (parallel_launcher.py)."""
