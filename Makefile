@@ -17,7 +17,11 @@ train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, 
 	$(BIN)/python src/train.py $(ARGS)
 
 # Test files run side by side, one per worker (most tests wait on a src/train.py process that
-# keeps one core busy); a file's tests stay together, so its module fixtures are made once.
+# keeps one core busy); a file's tests stay together, so its module fixtures are made once, and
+# the files start in the order collected, the slowest first (tests/conftest.py: SLOWEST_FIRST).
+# One thread per process: workers and the runs they start side by side would otherwise each
+# start an OpenMP thread per core, and threads that spin waiting for a busy core slow a short
+# run several times over (results do not depend on the number of threads).
 TEST_WORKERS ?= 2
 
 contract: $(STAMP)  ## a model's and a task's contract: make contract ARGS="model=lstm task=xor"
@@ -25,7 +29,7 @@ contract: $(STAMP)  ## a model's and a task's contract: make contract ARGS="mode
 
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
 	$(BIN)/ruff check src tests bench examples
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow
