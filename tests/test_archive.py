@@ -15,6 +15,7 @@ from longterm.archive import (
     LAST,
     RUN_FILES,
     ArchiveError,
+    beaten,
     get,
     put,
     run_dirs,
@@ -111,10 +112,27 @@ def test_the_committed_archive_is_complete_and_within_its_budget():
         pytest.skip("no runs/ in this checkout")
     assert size_mb(archive) <= BUDGET_MB
     for sweep in (p for p in archive.iterdir() if p.is_dir()):
-        for run in run_dirs(sweep):
+        runs = run_dirs(sweep)
+        results = [read_json(run / "result.json") for run in runs]
+        for run, result in zip(runs, results, strict=True):
             assert all((run / name).exists() for name in RUN_FILES), run
-            if read_json(run / "result.json")["status"] != "solved":
-                assert (run / LAST).exists(), run
+            needed = result["status"] != "solved" and not beaten(result, results)
+            assert (run / LAST).exists() == needed, run
+
+
+def test_a_rival_beaten_within_its_limit_keeps_no_checkpoint():
+    """An unsolved run whose cell another learning rate solved within its limit cannot win under
+    the paper's rule: not kept. Unsolved runs that could still win, and variable-length runs
+    (evaluated by length), are."""
+    cell = {"task": "addition", "pool": "mean", "T0": 100, "seed": 1, "data": "fixed"}
+    leader = {**cell, "lr": 3e-3, "status": "solved", "epochs": 4, "max_epochs": 100}
+    capped = {**cell, "lr": 1e-3, "status": "max_epochs", "epochs": 4, "max_epochs": 4}
+    longer = {**cell, "lr": 1e-2, "status": "max_epochs", "epochs": 3, "max_epochs": 3}
+    other_seed = {**capped, "seed": 2}
+    variable = {**capped, "data": "variable"}
+    solved_variable = {**leader, "data": "variable"}
+    runs = [leader, capped, longer, other_seed, variable, solved_variable]
+    assert [beaten(r, runs) for r in runs] == [False, True, False, False, False, False]
 
 
 def test_make_collect_regenerates_the_committed_results(tmp_path, monkeypatch):

@@ -6,11 +6,19 @@ the collector and `continue_run` read from each run of a sweep, and nothing else
 
     <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py)
     <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
-    <run>/checkpoints/last.ckpt                        unless the run is solved: a run that may
-                                                       be continued, resumed or evaluated
+    <run>/checkpoints/last.ckpt                        unless the run is solved or beaten (below):
+                                                       a run that may be continued, resumed or
+                                                       evaluated
 
     python -m longterm.archive put outputs/table1_long outputs/variable_length_100
     python -m longterm.archive get runs/table1_long            # back into outputs/table1_long
+
+A run is beaten when it ended unsolved at its epoch limit while another learning rate of its cell
+(the same task, model, pooling, lengths and seed in the sweep) solved within that limit: under the
+paper's rule (the fewest epochs to 100% over the learning rates, §2.2) it can no longer win, which
+is why `longterm.experiments.lr_race` capped it there, so nothing reads its checkpoint (a
+variable-length run keeps its own: the collector evaluates it by length). Its record and events are
+kept, and the same command makes it again, bit for bit on the same machine.
 
 `put` replaces the archived copies of the sweeps it is given (and only those), and refuses
 when the archive would grow past BUDGET_MB. A checkpoint that holds the training state of its
@@ -50,15 +58,41 @@ def run_dirs(sweep: Path) -> list[Path]:
     return sorted(p.parent for p in sweep.glob(f"**/{RESULT_FILE}"))
 
 
+# What makes runs one cell of Table 1: all they record but the learning rate and the limit.
+CELL_KEYS = ("task", "model", "pool", "data", "T0", "seed", "mask_padding", "batch_size")
+CELL_KEYS += ("lengths", "min_length", "max_length")
+
+
+def cell(result: dict) -> tuple:
+    return tuple(result.get(key) for key in CELL_KEYS)
+
+
+def beaten(result: dict, results: list[dict]) -> bool:
+    """Whether a fixed-length run ended unsolved at a limit within which another learning rate of
+    its cell solved (the module docstring says why its checkpoint is not kept)."""
+    if result.get("status") != "max_epochs" or result.get("data") != "fixed":
+        return False
+    return any(
+        other.get("status") == "solved"
+        and other.get("lr") != result.get("lr")
+        and cell(other) == cell(result)
+        and other["epochs"] <= result["max_epochs"]
+        for other in results
+    )
+
+
 def kept_files(sweep: Path) -> Iterator[Path]:
     """The files of `sweep` that the archive keeps, as paths under `sweep`."""
     for name in SWEEP_FILES:
         if (sweep / name).exists():
             yield sweep / name
-    for run in run_dirs(sweep):
+    runs = run_dirs(sweep)
+    results = [read_result(run) for run in runs]
+    for run, result in zip(runs, results, strict=True):
         yield from (run / name for name in RUN_FILES if (run / name).exists())
         yield from event_files(run)
-        if read_result(run).get("status") != "solved" and (run / LAST).exists():
+        keep = result.get("status") != "solved" and not beaten(result, results)
+        if keep and (run / LAST).exists():
             yield run / LAST
 
 
