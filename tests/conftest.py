@@ -153,6 +153,31 @@ def two_runs(tmp_path_factory) -> Path:
     return sweep
 
 
+# The files that take longest, slowest first: `make test` hands whole files to its workers in
+# the order collected (--dist loadfile --no-loadscope-reorder), so these start first and the
+# short files fill in at the end. The other files follow in their usual order.
+SLOWEST_FIRST = (
+    "test_reliability.py",
+    "test_train.py",
+    "test_collect.py",
+    "test_train_models.py",
+    "test_plugins.py",
+    "test_fused.py",
+    "test_preflight.py",
+    "test_faults.py",
+    "test_claims.py",
+    "test_memory_comparison.py",
+    "test_collect_any_sweep.py",
+    "test_archive.py",
+    "test_tensorboard.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: order kept within
+
+
 def conf_names(group: str, **keys: str) -> list[str]:
     """The built-in conf files of `group` (model, task) by name, those whose `keys` have these
     values; the conf files are the registry (longterm.plugins), so no list is kept here."""

@@ -7,7 +7,7 @@ from functools import cache
 
 import pytest
 import torch
-from conftest import QUICK, read_json, train_py
+from conftest import QUICK, multirun
 
 from longterm.analysis.events import curve
 from longterm.models import feedforward as feedforward_module
@@ -231,12 +231,9 @@ def test_cpu_kernels_refuse_other_dtypes():
 def test_training_curves_match_the_reference(tmp_path):
     """The same seed through src/train.py: same loss curve and accuracies within float32 noise."""
     runs = {}
-    for impl in ("reference", "fused"):
-        run_dir = tmp_path / impl
-        out = train_py(*QUICK, f"hydra.run.dir={run_dir}", f"model.impl={impl}")
-        assert out.returncode == 0, out.stderr
-        tags = {tag: curve(run_dir, tag).tolist() for tag in ("train/loss", "val/loss")}
-        runs[impl] = (read_json(run_dir / "result.json"), tags)
+    for result in multirun(tmp_path, *QUICK, "model.impl=reference,fused"):  # one process
+        tags = {tag: curve(result["run_dir"], tag).tolist() for tag in ("train/loss", "val/loss")}
+        runs[result["config"]["model"]["impl"]] = (result, tags)
     (ref, ref_tags), (fused, fused_tags) = runs["reference"], runs["fused"]
     assert len(ref_tags["train/loss"]) == len(fused_tags["train/loss"]) == 4
     assert fused_tags["train/loss"] == pytest.approx(ref_tags["train/loss"], rel=1e-3)

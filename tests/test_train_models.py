@@ -17,12 +17,21 @@ ARCHS = {  # arch= preset: model, readout, parameters on temporal_order (F=8, 4 
 }
 
 
+@pytest.fixture(scope="module")
+def every_model(tmp_path_factory) -> dict[str, list[dict]]:
+    """One sweep of every arch= preset on every task (one process for all), its results by arch;
+    the reference implementation throughout (the fused one compiles per process; below)."""
+    sweep = tmp_path_factory.mktemp("every_model")
+    args = [f"arch={','.join(ARCHS)}", f"task={','.join(TASKS)}", "model.impl=reference", *TINY]
+    results = multirun(sweep, *args)
+    arch = {(model, pool): name for name, (model, pool, _) in ARCHS.items()}
+    return {name: [r for r in results if arch[r["model"], r["pool"]] == name] for name in ARCHS}
+
+
 @pytest.mark.parametrize("arch", ARCHS)
-def test_every_model_trains_on_every_task(tmp_path, arch):
-    """The reference implementation throughout (the fused one compiles per process; below)."""
-    args = [f"arch={arch}", f"task={','.join(TASKS)}", "model.impl=reference", *TINY]
-    results = {r["task"]: r for r in multirun(tmp_path, *args)}
-    assert sorted(results) == sorted(TASKS)
+def test_every_model_trains_on_every_task(every_model, arch):
+    results = {r["task"]: r for r in every_model[arch]}
+    assert len(results) == len(every_model[arch]) and sorted(results) == sorted(TASKS)
     model, pool, n_params = ARCHS[arch]
     for r in results.values():
         assert (r["model"], r["pool"], r["status"], r["updates"]) == (model, pool, "max_epochs", 3)
@@ -73,9 +82,9 @@ def test_fused_feedforward_on_a_classification_task(tmp_path):
     ],
 )
 def test_new_tasks_with_other_data_and_readouts(tmp_path, args, expected):
-    short = quick(drop=("data.val_size", "T0"), base=TINY)
-    if "data=variable" in args:
-        short.append("data.val_batches=2")
+    short = quick(drop=("T0",), base=TINY)
+    if "data=variable" in args:  # validation batches instead of a validation set
+        short = [*quick(drop=("data.val_size",), base=short), "data.val_batches=2"]
     out = train_py(*short, "task=temporal_order", f"hydra.run.dir={tmp_path}", *args)
     assert out.returncode == 0, out.stderr
     result = read_json(tmp_path / "result.json")

@@ -290,14 +290,14 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             first = job_overrides(overrides, None)[0]
             cfg = compose(config_name, overrides=first, return_hydra_config=True)
             params = OmegaConf.select(cfg, "hydra.sweeper.params")
+            multirun = line.multirun or params is not None
+            check_output_dir(cfg, multirun)  # before composing every job of a large grid
             jobs = [job_config(config_name, j) for j in job_overrides(overrides, params)]
             for job in jobs:
                 validate(job)
             for job in jobs:
                 check_trainer_keys(job)
                 check_accelerator(job)
-            multirun = line.multirun or params is not None
-            check_output_dir(cfg, multirun)
             if multirun:
                 warn_without_accounting(jobs)
     except (HydraException, OmegaConfBaseException) as e:
