@@ -133,7 +133,8 @@ def test_a_race_through_the_real_entry_point(tmp_path: Path):
     """A leader that solves at epoch 1 (threshold 0 makes any accuracy count) caps its rivals
     at 1 epoch; all three tie, and the collector names all three."""
     argv = ["--sweep-dir", str(tmp_path), "--T0", "50", "--tasks", "addition", "--pools", "mean"]
-    argv += ["--seeds", "1", "--lrs", "3e-3", "1e-3", "1e-2", "--max-epochs", "3", "--"]
+    argv += ["--seeds", "1", "--lrs", "3e-3", "1e-3", "1e-2", "--max-epochs", "3"]
+    argv += ["--launcher", "local", "--"]  # each stage in one process (tests/test_launchers.py)
     argv += quick(
         "data.val_size=50",
         "callbacks.stop_when_solved.threshold=0",
