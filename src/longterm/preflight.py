@@ -266,9 +266,15 @@ def check_names(cfg: DictConfig, overrides: list[str]) -> None:
             )
 
 
-def job_config(config_name: str, overrides: list[str]) -> DictConfig:
-    """One job's config, its names checked (check_names), without Hydra's own section."""
-    cfg = compose(config_name, overrides=overrides, return_hydra_config=True)
+def job_config(
+    config_name: str, overrides: list[str], composed: DictConfig | None = None
+) -> DictConfig:
+    """One job's config, its names checked (check_names), without Hydra's own section; from
+    `composed` (the same overrides composed with Hydra's section) when given: a composition
+    takes about half a second."""
+    if composed is None:
+        composed = compose(config_name, overrides=overrides, return_hydra_config=True)
+    cfg = composed.copy()
     check_names(cfg, overrides)
     with open_dict(cfg):
         del cfg["hydra"]
@@ -292,7 +298,10 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             params = OmegaConf.select(cfg, "hydra.sweeper.params")
             multirun = line.multirun or params is not None
             check_output_dir(cfg, multirun)  # before composing every job of a large grid
-            jobs = [job_config(config_name, j) for j in job_overrides(overrides, params)]
+            jobs = [
+                job_config(config_name, j, cfg if j == first else None)
+                for j in job_overrides(overrides, params)
+            ]
             for job in jobs:
                 validate(job)
             for job in jobs:
