@@ -49,7 +49,7 @@ def test_a_parallel_sweep_is_the_local_sweep_run_side_by_side(two_runs, tmp_path
     jobs = sorted(p.name for p in two_runs.iterdir() if (p / ".hydra").is_dir())
     assert [r["T0"] for r in sweep_results(tmp_path)] == [50, 50]
     cpus = len(os.sched_getaffinity(0))
-    at_once = min(cpus, 2 * len(jobs))
+    at_once, threads = budget("auto", "auto", 2 * len(jobs), cpus)
     for job in jobs:
         assert metrics(tmp_path / job) == metrics(two_runs / job)
         files = {p.name for p in (tmp_path / job).iterdir()}
@@ -57,10 +57,10 @@ def test_a_parallel_sweep_is_the_local_sweep_run_side_by_side(two_runs, tmp_path
         assert any(name.startswith("events.out.tfevents") for name in files)
         assert (tmp_path / job / "checkpoints" / "last.ckpt").exists()
         launcher = read_json(tmp_path / job / "result.json")["config"]["launcher"]
-        assert launcher == {"name": "parallel", "jobs": at_once, "threads": cpus // at_once}
+        assert launcher == {"name": "parallel", "jobs": at_once, "threads": threads}
     verdicts = [line for line in out.stdout.splitlines() if line.endswith("result.json")]
     assert len(verdicts) == len(jobs)
-    assert f"4 jobs, {at_once} at a time with {cpus // at_once} threads each" in out.stdout
+    assert f"4 jobs, {at_once} at a time with {threads} threads each" in out.stdout
     errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 3 and errors[0].startswith("error: T0=5000000 needs about ")
     assert at_once == 1 or f"available for each of {at_once} jobs side by side" in errors[0]

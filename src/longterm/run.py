@@ -258,11 +258,11 @@ def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
     return None
 
 
-def side_by_side(cfg: DictConfig) -> int:
-    """How many jobs run at once with this one: launcher=parallel's `launcher.jobs`, which the
-    launcher resolves and hands each job with its `launcher.threads` (hydra_plugins/
-    longterm_launcher); 1 elsewhere. The job takes its threads here: torch's, and so OpenMP's
-    and the CPU kernels' (results do not depend on the number of threads)."""
+def take_budget(cfg: DictConfig) -> int:
+    """Take this job's share of the machine under launcher=parallel, which resolves it and hands
+    it to each job as `launcher.threads` and `launcher.jobs` (hydra_plugins/longterm_launcher):
+    set the threads (torch's, and so OpenMP's and the CPU kernels'; results do not depend on
+    their number) and return how many jobs run at once with this one (1 elsewhere)."""
     threads = OmegaConf.select(cfg, "launcher.threads")
     if isinstance(threads, int):
         torch.set_num_threads(threads)
@@ -276,7 +276,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
     data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
-    jobs = side_by_side(cfg)
+    jobs = take_budget(cfg)
     too_large = memory_error(module.net, data, task, jobs)  # longterm.memory
     if too_large:
         raise RunError(too_large)

@@ -32,11 +32,11 @@ from hydra_plugins.hydra_joblib_launcher._core import execute_job
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 from joblib import Parallel, delayed
 
+from longterm.choices import AUTO
 from longterm.faults import FAILED_JOBS
 
 log = logging.getLogger(__name__)
 
-AUTO = "auto"
 # The overrides by which a job learns its share of the machine.
 BUDGET_KEYS = ("launcher.jobs", "launcher.threads")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
