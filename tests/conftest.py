@@ -1,7 +1,10 @@
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,15 +76,79 @@ def src_py(
     timeout: int = 300,
     env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """Run `src/<script>` (train.py, contract.py) as a user does, output captured."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / "src" / script), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=None if env is None else {**os.environ, **env},
-    )
+    """Run `src/<script>` (train.py, contract.py) as a user does, output captured: a process of
+    its own, forked from tests/forkserver.py (the libraries already imported), or a fresh
+    interpreter when `env` sets PYTHONPATH (read only when an interpreter starts) or
+    LONGTERM_TESTS_FRESH=1."""
+    command = [sys.executable, str(ROOT / "src" / script), *args]
+    environment = {**os.environ, **(env or {})}
+    if os.environ.get(FRESH) == "1" or "PYTHONPATH" in (env or {}):
+        return subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment
+        )
+    return fork_server().run(command, cwd, environment, timeout)
+
+
+FRESH = "LONGTERM_TESTS_FRESH"
+
+
+class ForkServer:
+    """The client of tests/forkserver.py: one server per test process, commands one at a time."""
+
+    def __init__(self) -> None:
+        self.server = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("forkserver.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, timeout: float | None = None) -> dict:
+        """The server's next answer; TimeoutExpired after `timeout` seconds without one."""
+        ready, _, _ = select.select([self.server.stdout], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired("forkserver", timeout)
+        line = self.server.stdout.readline()
+        assert line, f"tests/forkserver.py ended (status {self.server.poll()})"
+        return json.loads(line)
+
+    def run(
+        self, command: list[str], cwd: Path, env: dict[str, str], timeout: float
+    ) -> subprocess.CompletedProcess:
+        """`command` (python SCRIPT ARGS...) in `cwd` with `env`, as subprocess.run(...,
+        capture_output=True, text=True, timeout=timeout) runs it; on the timeout the command's
+        process group is killed."""
+        with tempfile.TemporaryDirectory(prefix="command-") as where:
+            out, err = Path(where) / "stdout", Path(where) / "stderr"
+            request = {
+                "script": command[1],
+                "args": command[2:],
+                "cwd": str(cwd),
+                "env": env,
+                "stdout": str(out),
+                "stderr": str(err),
+            }
+            self.server.stdin.write(json.dumps(request) + "\n")
+            self.server.stdin.flush()
+            pid = self.ask()["pid"]
+            try:
+                returncode = self.ask(timeout)["returncode"]
+            except subprocess.TimeoutExpired:
+                os.killpg(pid, signal.SIGKILL)
+                self.ask()
+                raise subprocess.TimeoutExpired(command, timeout) from None
+            stdout, stderr = (path.read_text(errors="replace") for path in (out, err))
+            return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
+
+_server: list[ForkServer] = []
+
+
+def fork_server() -> ForkServer:
+    """This test process's server, started on first use."""
+    if not _server or _server[0].server.poll() is not None:
+        _server[:] = [ForkServer()]
+    return _server[0]
 
 
 def sweep_results(sweep_dir: Path) -> list[dict]:
