@@ -7,7 +7,7 @@ import pytest
 from longterm.named import generator_of
 from longterm.tasks import NO_TARGET, default_width, generate
 from longterm.tasks.algorithmic import END, PRINT, SYMBOLS, VARIABLES, replay
-from longterm.tasks.knowledge import CLASSES, VOCAB, blind_ceiling, table
+from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB, VOCAB, blind_ceiling, table
 
 
 def tokens_of(text: str) -> list[int]:
@@ -127,3 +127,22 @@ def test_fixed_knowledge_reference_levels():
     current = X.argmax(-1)[y != NO_TARGET]
     best = sum(np.bincount(labels[current == b]).max() for b in range(VOCAB)) / len(labels)
     assert abs(best - blind_ceiling()) < 0.02 and blind_ceiling() == 0.2734375
+
+
+def test_a_larger_vocabulary_has_its_own_balanced_table_and_leaves_the_default_as_it_was():
+    """task.params.vocab: one-hot of that many tokens, targets from a table of vocab^2 pairs, each
+    class within one of the same count; the default vocabulary's table is unchanged."""
+    f = table(2, LARGE_VOCAB)
+    counts = np.bincount(f.ravel(), minlength=CLASSES)
+    assert f.shape == (LARGE_VOCAB, LARGE_VOCAB) and counts.max() - counts.min() <= 1
+    assert np.array_equal(table(2, VOCAB), table(2)) and not np.array_equal(
+        f[:VOCAB, :VOCAB], table(2)
+    )
+    X, y, mask = generate(
+        generator_of("fixed_knowledge"), np.random.RandomState(0), 20, 50, vocab=LARGE_VOCAB
+    )
+    tokens = X.argmax(-1)
+    assert X.shape[-1] == LARGE_VOCAB and tokens[mask].max() > VOCAB
+    labelled = mask[:, 1:]
+    assert np.array_equal(y[:, 1:][labelled], f[tokens[:, :-1], tokens[:, 1:]][labelled])
+    assert 1 / CLASSES < blind_ceiling(LARGE_VOCAB) < blind_ceiling()

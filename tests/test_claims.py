@@ -1,6 +1,8 @@
 """The claims report (longterm.analysis.claims): its verdict rule on made-up numbers, and the
 report from a tiny real sweep of the claims experiment (one update a run)."""
 
+import math
+
 import pytest
 from conftest import CONF, train_py
 
@@ -14,8 +16,19 @@ from longterm.analysis.claims import (
     load,
     main,
 )
-from longterm.experiments.claims import commands
+from longterm.experiments.claims import (
+    BITS_PER_PARAMETER,
+    KNOWLEDGE,
+    KNOWLEDGE_MODELS,
+    LARGE,
+    claims_config,
+    commands,
+    knowledge_vocab,
+    shared_parameters,
+)
 from longterm.preflight import check
+from longterm.run import build_model
+from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
 
 
 def stats(name: str, *accs: float) -> Stats:
@@ -86,7 +99,7 @@ def test_the_report_from_a_tiny_sweep(tmp_path):
     main([str(tmp_path), "--out", str(out)])
     text = out.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert len(rows) == 1 + 7  # the header, then one row per claim
+    assert len(rows) == 1 + 9  # the header, then one row per claim
     feedback = runs[runs.name == FEEDBACK].best_acc
     cell = f"{100 * feedback.mean():.1f} ({100 * feedback.min():.1f}–{100 * feedback.max():.1f})"
     fan = next(r for r in rows if r.startswith("| Fan et al."))
@@ -98,3 +111,16 @@ def test_the_report_from_a_tiny_sweep(tmp_path):
     assert "model=all_attention model.n_persistent=0,64 seed=1 task=fixed_knowledge" in text
     assert f"python -m longterm.analysis.claims {tmp_path} --out {out}" in text
     assert "- commits: " in text and "- machine: " in text
+
+
+def test_the_large_table_is_the_smallest_the_embedding_and_head_cannot_hold():
+    """LARGE_VOCAB is what knowledge_vocab derives: at V tokens the table's V^2 log2(8) bits are
+    more than 2 bits per parameter of every compared model's embedding and head, at V - 1 not;
+    the transformer's feed-forward sublayers add more parameters than the table has entries."""
+    assert knowledge_vocab() == LARGE_VOCAB
+    for model in KNOWLEDGE_MODELS:
+        for vocab, fits in ((LARGE_VOCAB, False), (LARGE_VOCAB - 1, True)):
+            bits = vocab**2 * math.log2(CLASSES)
+            assert (bits <= BITS_PER_PARAMETER * shared_parameters(model, vocab)) == fits
+    ff = build_model(claims_config([KNOWLEDGE, LARGE, "model=transformer"])).net.encoder.layers
+    assert sum(p.numel() for layer in ff for p in layer.ff.parameters()) > LARGE_VOCAB**2

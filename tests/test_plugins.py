@@ -251,7 +251,7 @@ def test_every_built_in_model_keeps_the_encoder_contract(name):
 
 @pytest.mark.parametrize("name", conf_names("task"))
 def test_every_built_in_task_keeps_the_task_contract(name):
-    task = OmegaConf.to_container(OmegaConf.load(CONF / "task" / f"{name}.yaml"))
+    task = OmegaConf.to_container(OmegaConf.load(CONF / "task" / f"{name}.yaml"), resolve=True)
     report = task_report(task, 50)
     assert report.ok, str(report)
     assert 0 < float(report.facts["chance"].split()[0]) < 1

@@ -105,7 +105,7 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
     assert [h.name for h in infos[5:]] == sorted(
         ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
-        + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables"]
+        + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables", "vocab"]
     )
 
 

@@ -57,6 +57,7 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "statements": float,  # task.params.statements, algorithmic
     "variables": float,  # task.params.variables, algorithmic
     "arity": float,  # task.params.arity, fixed_knowledge
+    "vocab": float,  # task.params.vocab, fixed_knowledge
 }
 COLUMNS = ("task", "pool", "model", "T0", "lr")  # marked as differing: the table's first columns
 # Logged by every finished run at its last update; the HPARAMS metrics.

@@ -13,14 +13,16 @@ kinds of job (KINDS), each run for the seeds 1, 2, 3:
   equal width (D = 64, 4 heads, d_ff = 64), on the algorithmic task (per-step targets);
 - Sukhbaatar et al. (2019): the transformer (d_ff = 64), all-attention with N = 0 and N = 64
   persistent slots (N = d_ff: the transformer's parameter count exactly, models/transformer.py),
-  on the fixed-knowledge task and on the algorithmic task (the 2-layer transformer's algorithmic
-  runs are shared with the first claim).
+  on the fixed-knowledge task, on it with a table too large for the embedding and the head
+  (`knowledge_vocab`), and on the algorithmic task (the 2-layer transformer's algorithmic runs are
+  shared with the first claim).
 
 The budget is worked out in the header of conf/experiment/claims.yaml: seconds per update measured
 with `--time`, times the updates of every job, split over two processes (STREAMS).
 """
 
 import argparse
+import math
 import os
 import shlex
 import subprocess
@@ -31,10 +33,13 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
+from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
+
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
 CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
 SEEDS = "seed=1,2,3"
 ALGORITHMIC, KNOWLEDGE = "task=algorithmic", "task=fixed_knowledge"
+LARGE = f"task.params.vocab={LARGE_VOCAB}"
 # Each kind of job: the overrides after `experiment=claims` (without the seeds).
 KINDS = {
     "feedback": [ALGORITHMIC, "model=feedback"],
@@ -45,7 +50,29 @@ KINDS = {
     "transformer, knowledge": [KNOWLEDGE, "model=transformer"],
     "all_attention N=0, knowledge": [KNOWLEDGE, "model=all_attention", "model.n_persistent=0"],
     "all_attention N=64, knowledge": [KNOWLEDGE, "model=all_attention", "model.n_persistent=64"],
+    "transformer, large table": [KNOWLEDGE, LARGE, "model=transformer"],
+    "all_attention N=0, large table": [
+        KNOWLEDGE,
+        LARGE,
+        "model=all_attention",
+        "model.n_persistent=0",
+    ],
+    "all_attention N=64, large table": [
+        KNOWLEDGE,
+        LARGE,
+        "model=all_attention",
+        "model.n_persistent=64",
+    ],
 }
+# The models that the fixed-knowledge claims compare: each has the same embedding and head.
+KNOWLEDGE_MODELS = (
+    ["model=transformer"],
+    ["model=all_attention", "model.n_persistent=0"],
+    ["model=all_attention", "model.n_persistent=64"],
+)
+# Allen-Zhu and Li (2024, "Physics of Language Models: Part 3.3, Knowledge Capacity Scaling Laws",
+# arXiv 2404.05405): trained networks store at most about 2 bits of knowledge per parameter.
+BITS_PER_PARAMETER = 2
 # The sweep as two streams of commands of about equal time (by the seconds per update that
 # `--time` measures; conf/experiment/claims.yaml), one process of one thread each.
 STREAMS = (
@@ -53,6 +80,8 @@ STREAMS = (
     [
         "model=transformer task=algorithmic,fixed_knowledge",
         "model=all_attention model.n_persistent=0,64 task=algorithmic,fixed_knowledge",
+        f"model=transformer task=fixed_knowledge {LARGE}",
+        f"model=all_attention model.n_persistent=0,64 task=fixed_knowledge {LARGE}",
     ],
 )
 
@@ -64,16 +93,50 @@ def commands() -> list[list[str]]:
     ]
 
 
-def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
-    """Forward, backward and an Adam step on freshly generated training batches, as a run does
-    them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
-    from longterm.batches import TRAIN, batch_rng
+def claims_config(overrides: list[str]):
+    """conf/train.yaml under experiment=claims with these overrides, validated."""
     from longterm.config import validate
-    from longterm.run import build_model, instantiate_named
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("train", overrides=["experiment=claims", *overrides])
     validate(cfg)
+    return cfg
+
+
+def shared_parameters(model: list[str], vocab: int) -> int:
+    """The parameters of the input embedding and the head of `model` on fixed_knowledge with
+    `vocab` tokens: the parts every model of the claims has, where a table can be held whatever
+    the layers between them (docs/tasks.md)."""
+    from longterm.run import build_model
+
+    net = build_model(claims_config([KNOWLEDGE, f"task.params.vocab={vocab}", *model])).net
+    return sum(p.numel() for part in (net.encoder.embed, net.head) for p in part.parameters())
+
+
+def knowledge_vocab(bits_per_parameter: float = BITS_PER_PARAMETER) -> int:
+    """The smallest vocabulary V whose table f(x_{t-1}, x_t), V^2 entries of log2(8) bits each,
+    holds more than `bits_per_parameter` bits per parameter of the embedding and the head of any
+    model the claims compare (`shared_parameters`, affine in V: V D + D for the embedding, the
+    head's own): a table those parts cannot hold, which the layers' own weights (a feed-forward
+    sublayer, persistent slots) must. docs/tasks.md gives the numbers."""
+    bits = math.log2(CLASSES)
+    lines = []  # (slope, intercept) of each model's shared parameters in V
+    for model in KNOWLEDGE_MODELS:
+        at16, at17 = shared_parameters(model, 16), shared_parameters(model, 17)
+        lines.append((at17 - at16, at16 - 16 * (at17 - at16)))
+    vocab = 2
+    while any(vocab**2 * bits <= bits_per_parameter * (a * vocab + b) for a, b in lines):
+        vocab += 1
+    return vocab
+
+
+def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
+    """Forward, backward and an Adam step on freshly generated training batches, as a run does
+    them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
+    from longterm.batches import TRAIN, batch_rng
+    from longterm.run import build_model, instantiate_named
+
+    cfg = claims_config(overrides)
     module = build_model(cfg).train()
     recipe = instantiate_named(cfg.data).train_recipe()
     optimizer = module.configure_optimizers()
