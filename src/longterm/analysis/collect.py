@@ -14,9 +14,11 @@ Writes to --out (by default `<first sweep>/collected/`, never docs/ unless named
     variable_length.md     accuracy after variable-length training, seeds' mean and range
                            (of a run continued to a larger epoch limit, the longest)
     masking.md             per-sequence lengths with and without the padding mask
+    paper_position.md      every seed beside the paper's single run, cell by cell, with a
+                           sentence: inside our range or not, and what moves the seeds
     sweeps.md              each sweep's commands, commits, machine, runs and wall time
     epochs_vs_T0.png, learning_curves.png, accuracy_by_length.png,
-    variable_length_curves.png
+    variable_length_curves.png, paper_position.png
 """
 
 import argparse
@@ -26,10 +28,16 @@ from pathlib import Path
 import pandas as pd
 
 from longterm.analysis.masking import masking, masking_markdown
+from longterm.analysis.paper_position import (
+    positions_markdown,
+    table1_positions,
+    variable_positions,
+)
 from longterm.analysis.plots import (
     plot_accuracy_by_length,
     plot_epochs,
     plot_learning_curves,
+    plot_paper_position,
     plot_variable_length_curves,
 )
 from longterm.analysis.provenance import sweeps_markdown
@@ -54,6 +62,7 @@ OUTPUTS = (
     *("runs.csv", "sweeps.md", "table1.csv", "table1.md", "variable_length.md", "masking.md"),
     *("accuracy_by_length.csv", "epochs_vs_T0.png", "learning_curves.png"),
     *("variable_length_curves.png", "accuracy_by_length.png"),
+    *("paper_position.md", "paper_position.png"),
 )
 COLLECTED = "collected"  # the default output, inside the first sweep
 
@@ -103,6 +112,11 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     m = masking(runs)
     if not m.empty:
         write(masking_markdown(m), out / "masking.md", "Masking the padding")
+    t, v = table1_positions(seeds, runs), variable_positions(runs)
+    if not (t.empty and v.empty):
+        text = positions_markdown(t, v)
+        write(text, out / "paper_position.md", "Where the paper's run falls among our seeds")
+        plot_paper_position(t, v, out / "paper_position.png")
     return runs
 
 

@@ -136,3 +136,49 @@ def plot_accuracy_by_length(data: pd.DataFrame, path: Path) -> None:
             ax.plot(mean.index, mean.values, marker=".", label=label)
         ax.set(title=task, xlabel="evaluation length", ylim=(0, 1.02))
     save_panels(fig, axes, "accuracy (10 sequences per length)", path)
+
+
+def plot_paper_position(table1: pd.DataFrame, variable: pd.DataFrame, path: Path) -> None:
+    """Every seed against the paper's run (analysis.paper_position): epochs to 100% per T0 for
+    each task, attention and mean side by side (a seed that did not solve is drawn at the top of
+    the panel, hollow); then the accuracies: Table 1's cells the paper did not solve, and the
+    variable-length runs after their last epoch. Dots: our seeds; black crosses: the paper."""
+    epochs = table1[table1.measure == "epochs"]
+    accuracy = table1[table1.measure == "accuracy"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), gridspec_kw={"width_ratios": [3, 3, 4]})
+    offsets = {"attention": -0.15, "mean": 0.15}
+    for ax, task in zip(axes[:2], ["addition", "multiplication"], strict=True):
+        cells = epochs[epochs.task == task]
+        T0s = sorted(cells.T0.unique())
+        top = max([v for vs in cells.ours for v in vs if v is not None] + [1]) * 2
+        for pool, color in (("attention", "C0"), ("mean", "C1")):
+            for r in cells[cells.pool == pool].itertuples(index=False):
+                x = T0s.index(r.T0) + offsets[pool]
+                for i, v in enumerate(r.ours):  # seeds side by side, so that equal ones show
+                    solved = v is not None and pd.notna(v)
+                    ax.plot(
+                        x + 0.06 * (i - (len(r.ours) - 1) / 2), v if solved else top, "o",
+                        color=color, alpha=0.7, mfc=color if solved else "none",
+                    )  # fmt: skip
+                ax.plot(x, r.paper, "x", color="black", ms=9, mew=2)
+            ax.plot([], [], "o", color=color, label=f"{pool}: our seeds")
+        ax.plot([], [], "x", color="black", ms=9, mew=2, label="the paper's run")
+        ax.set(title=task, yscale="log", xlabel="T0", ylabel="epochs to 100%")
+        ax.set_xticks(range(len(T0s)), [str(t) for t in T0s])
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    ax = axes[2]
+    labels = [f"{r.task[:4]}. {r.pool}\nT0={r.T0}, limit" for r in accuracy.itertuples()]
+    labels += [f"{r.task[:4]}. {r.pool}\nvariable, {r.lr:.0e}" for r in variable.itertuples()]
+    rows = [*accuracy.itertuples(index=False), *variable.itertuples(index=False)]
+    for x, r in enumerate(rows):
+        color = "C0" if r.pool == "attention" else "C1"
+        spread = [x + 0.08 * (i - (len(r.ours) - 1) / 2) for i in range(len(r.ours))]
+        ax.plot(spread, r.ours, "o", color=color, alpha=0.7)
+        ax.plot(x, r.paper, "x", color="black", ms=9, mew=2)
+    ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=45, ha="right")
+    ax.set(title="accuracy: unsolved cells and variable lengths", ylabel="accuracy", ylim=(0, 1.02))
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
