@@ -29,7 +29,8 @@ contract: $(STAMP)  ## a model's and a task's contract: make contract ARGS="mode
 
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
 	$(BIN)/ruff check src tests bench examples
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
+		--durations=10
 
 test-slow: $(STAMP)  ## the longer end-to-end runs
 	$(BIN)/python -m pytest -q -m slow

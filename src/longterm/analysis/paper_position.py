@@ -66,6 +66,8 @@ def table1_positions(seeds: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """A row per Table 1 cell with a paper value: each seed's epochs to 100% (or accuracy at the
     limit when the paper's is one), the paper's, and the sentence. `seeds` is
     analysis.table1.table1_seeds; `runs` the collector's runs, for the winning runs' histories."""
+    if seeds.empty:
+        return pd.DataFrame()
     histories = dict(zip(runs.run_dir, runs.history, strict=True))
     rows = []
     for (task, pool, T0), g in seeds.groupby(["task", "pool", "T0"]):
