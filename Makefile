@@ -48,11 +48,16 @@ gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/perf
 # that a fresh clone regenerates them; docs/results.md gives the command that fills each one.
 SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 
+# Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
+HYPOTHESES ?= init_torch
+
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
+	for h in $(HYPOTHESES); do \
+		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
-	$(BIN)/python -m longterm.archive put $(wildcard $(SWEEPS:runs/%=outputs/%))
+	$(BIN)/python -m longterm.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
 
 restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
 	$(BIN)/python -m longterm.archive get $(wildcard runs/*/)

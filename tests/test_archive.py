@@ -136,14 +136,20 @@ def test_a_rival_beaten_within_its_limit_keeps_no_checkpoint():
 
 
 def test_make_collect_regenerates_the_committed_results(tmp_path, monkeypatch):
-    """docs/results is what `make collect` writes from runs/, byte for byte (figures too)."""
+    """docs/results is what `make collect` writes from runs/, byte for byte (figures too), and
+    so is each hypothesis' own collection in docs/results/<name>."""
     committed = ROOT / "docs" / "results"
     if not (ROOT / "runs").exists() or not committed.exists():
         pytest.skip("no runs/ or docs/results/ in this checkout")
-    sweeps = re.search(r"^SWEEPS \?= (.+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    makefile = (ROOT / "Makefile").read_text()
+    sweeps = re.search(r"^SWEEPS \?= (.+)$", makefile, re.M).group(1).split()
+    hypotheses = re.search(r"^HYPOTHESES \?= (.+)$", makefile, re.M).group(1).split()
     monkeypatch.chdir(ROOT)  # runs.csv names each run by its path from the repository root
-    collect(sweeps.split(), tmp_path)
-    files = sorted(p.name for p in committed.iterdir() if p.is_file())
-    assert sorted(p.name for p in tmp_path.iterdir()) == files
-    for name in files:
-        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+    collections = [(sweeps, committed)] + [([f"runs/{h}"], committed / h) for h in hypotheses]
+    for dirs, expected in collections:
+        out = tmp_path / expected.relative_to(committed)
+        collect(dirs, out)
+        files = sorted(p.name for p in expected.iterdir() if p.is_file())
+        assert sorted(p.name for p in out.iterdir() if p.is_file()) == files, expected
+        for name in files:
+            assert (out / name).read_bytes() == (expected / name).read_bytes(), expected / name
