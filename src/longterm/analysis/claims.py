@@ -333,7 +333,7 @@ claim in one sentence, the test made here, the numbers, and a verdict.
 NO_RUNS = """## Sweeps
 
 No finished runs under the given directories: the rows above that need runs say so. Run the sweep
-(`python -m longterm.experiments.claims --run`, about 80 minutes on two cores) and regenerate this
+(`python -m longterm.experiments.claims --run`, about 2 hours on two cores) and regenerate this
 page with the command at the top.
 """
 

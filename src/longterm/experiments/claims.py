@@ -76,12 +76,16 @@ BITS_PER_PARAMETER = 2
 # The sweep as two streams of commands of about equal time (by the seconds per update that
 # `--time` measures; conf/experiment/claims.yaml), one process of one thread each.
 STREAMS = (
-    ["model=feedback task=algorithmic", "model=transformer model.layers=4 task=algorithmic"],
+    [
+        "model=feedback task=algorithmic",
+        "model=transformer model.layers=4 task=algorithmic",
+        f"model=transformer task=fixed_knowledge {LARGE}",
+        f"model=all_attention model.n_persistent=0 task=fixed_knowledge {LARGE}",
+    ],
     [
         "model=transformer task=algorithmic,fixed_knowledge",
         "model=all_attention model.n_persistent=0,64 task=algorithmic,fixed_knowledge",
-        f"model=transformer task=fixed_knowledge {LARGE}",
-        f"model=all_attention model.n_persistent=0,64 task=fixed_knowledge {LARGE}",
+        f"model=all_attention model.n_persistent=64 task=fixed_knowledge {LARGE}",
     ],
 )
 
