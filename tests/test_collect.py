@@ -2,6 +2,7 @@
 (longterm.experiments.lr_race): the paper's rule on made-up runs, then real sweeps through
 src/train.py."""
 
+import json
 import logging
 from pathlib import Path
 
@@ -294,6 +295,25 @@ def test_jobs_not_made_by_the_last_command_are_listed_with_their_own_overrides(t
         "python src/train.py -m " + " ".join(jobs["earlier"]) + " hydra.sweep.dir=outputs/long",
     ]
     assert launched_by(["experiment=variable_length", "pool=mean"], ["experiment=variable_length"])
+
+
+def test_jobs_from_before_the_command_record_keep_their_commands(tmp_path):
+    """A sweep directory whose command record (commands.json) began after some of its jobs were
+    made: those jobs show as commands of their own, before the recorded ones, also where a
+    recorded command would have made a job like them but for a key they do not set."""
+    recorded = "python src/train.py -m experiment=claims task=fixed_knowledge task.params.vocab=95"
+    (tmp_path / "commands.json").write_text(json.dumps([{"command": recorded}]))
+    jobs = {
+        "old": ["experiment=claims", "task=fixed_knowledge"],
+        "new": ["experiment=claims", "task=fixed_knowledge", "task.params.vocab=95"],
+    }
+    for name, own in jobs.items():
+        (tmp_path / name / ".hydra").mkdir(parents=True)
+        OmegaConf.save(OmegaConf.create(own), tmp_path / name / ".hydra" / "overrides.yaml")
+    assert sweep_commands(tmp_path, [tmp_path / "old", tmp_path / "new"]) == [
+        "python src/train.py -m experiment=claims task=fixed_knowledge",
+        recorded,
+    ]
 
 
 def test_a_resumed_run_counts_only_the_epochs_of_its_last_process():

@@ -5,6 +5,7 @@ the command is read from the sweep's `multirun.yaml` and each job's `.hydra/over
 """
 
 import json
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,21 +39,43 @@ def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
     appends its command to another (longterm.multirun). A sweep made before that has Hydra's
     multirun.yaml, which keeps only the last command run in the directory, so a job that command
     did not make is given as a command of its own: its overrides (`.hydra/overrides.yaml`)."""
-    for record in (SWEEP_RECORD, COMMANDS_RECORD):
-        if (sweep / record).exists():
-            return [entry["command"] for entry in json.loads((sweep / record).read_text())]
+    if (sweep / SWEEP_RECORD).exists():
+        return [entry["command"] for entry in json.loads((sweep / SWEEP_RECORD).read_text())]
+    if (sweep / COMMANDS_RECORD).exists():
+        recorded = [e["command"] for e in json.loads((sweep / COMMANDS_RECORD).read_text())]
+        made = [shlex.split(c)[3:] for c in recorded]  # python src/train.py -m OVERRIDES
+        # jobs made before the record began: by no recorded command, each its own command
+        earlier = [
+            "python src/train.py -m " + " ".join(own)
+            for own in map(job_overrides, jobs)
+            if own and not any(launched_by(own, c) and sets_only(own, c) for c in made)
+        ]
+        return list(dict.fromkeys(earlier)) + recorded
     if not (sweep / "multirun.yaml").exists():
         return []
     overrides = OmegaConf.load(sweep / "multirun.yaml").hydra.overrides
     where = [o for o in overrides.hydra if o.startswith("hydra.sweep.dir=")]
     commands = ["python src/train.py -m " + " ".join([*overrides.task, *where])]
-    for job in jobs:
-        path = Path(job) / ".hydra" / "overrides.yaml"
-        own = list(OmegaConf.load(path)) if path.exists() else []
+    for own in map(job_overrides, jobs):
         if own and not launched_by(own, list(overrides.task)):
             command = "python src/train.py -m " + " ".join([*own, *where])
             commands += [] if command in commands else [command]
     return commands
+
+
+def job_overrides(job: Path | str) -> list[str]:
+    """A job's own overrides (`.hydra/overrides.yaml`); none when it has no such file."""
+    path = Path(job) / ".hydra" / "overrides.yaml"
+    return list(OmegaConf.load(path)) if path.exists() else []
+
+
+def sets_only(job: list[str], command: list[str]) -> bool:
+    """Whether every key the command sets (but Hydra's own) is among the job's overrides, as it
+    is in each job the command makes."""
+    keys = {o.split("=", 1)[0] for o in job if "=" in o}
+    return all(
+        o.split("=", 1)[0] in keys for o in command if "=" in o and not o.startswith("hydra.")
+    )
 
 
 def resumed_line(runs: pd.DataFrame) -> list[str]:
