@@ -102,14 +102,22 @@ class ForkServer:
             stdout=subprocess.PIPE,
             text=True,
         )
+        self.unread = b""  # answers read from the pipe and not yet returned
 
     def ask(self, timeout: float | None = None) -> dict:
-        """The server's next answer; TimeoutExpired after `timeout` seconds without one."""
-        ready, _, _ = select.select([self.server.stdout], [], [], timeout)
-        if not ready:
-            raise subprocess.TimeoutExpired("forkserver", timeout)
-        line = self.server.stdout.readline()
-        assert line, f"tests/forkserver.py ended (status {self.server.poll()})"
+        """The server's next answer; TimeoutExpired after `timeout` seconds without one. The pipe
+        is read with os.read, not a buffered reader: a buffer could hold the next answer where
+        select does not see it."""
+        fd = self.server.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.unread:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                raise subprocess.TimeoutExpired("forkserver", timeout)
+            data = os.read(fd, 65536)
+            assert data, f"tests/forkserver.py ended (status {self.server.poll()})"
+            self.unread += data
+        line, self.unread = self.unread.split(b"\n", 1)
         return json.loads(line)
 
     def run(

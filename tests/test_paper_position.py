@@ -47,6 +47,7 @@ def test_a_cell_from_its_seeds():
             "epochs": [5, 2, 3, 1],
             "acc": [1.0] * 4,
             "lrs": [(1e-3,), (3e-3,), (3e-3,), (3e-3,)],
+            "n_lrs": [4] * 4,
             "run_dirs": [("a",), ("b",), ("c",), ("d",)],
             "protocols": [paper_protocol] * 3 + [((100, 1000),)],
         }

@@ -47,8 +47,11 @@ def where(paper: float, values: list[float], fewer_is_better: bool) -> str:
     return f"{side} every seed of ours ({span}, {seeds})"
 
 
-def movers(lrs: list[tuple[float, ...]], plateaus: list[int], falls: list[float]) -> str:
-    """What moves the seeds, in words: the learning rate, a plateau, swings; or none of them."""
+def movers(
+    lrs: list[tuple[float, ...]], plateaus: list[int], falls: list[float], window: str = ""
+) -> str:
+    """What moves the seeds, in words: the learning rate, a plateau, swings (over `window`, said
+    after them); or none of them."""
     said = []
     if len({tuple(x) for x in lrs}) > 1:
         chosen = ", ".join("/".join(f"{lr:.0e}" for lr in x) for x in lrs)
@@ -58,7 +61,7 @@ def movers(lrs: list[tuple[float, ...]], plateaus: list[int], falls: list[float]
         span = f"{low}" if low == high else f"{low}–{high}"
         said.append(f"a plateau of {span} epochs below {PLATEAU:.0%} before the rise")
     if max(falls, default=0.0) >= SWING:
-        said.append(f"swings of up to {100 * max(falls):.0f} points between epochs")
+        said.append(f"swings of up to {100 * max(falls):.0f} points between epochs{window}")
     return "; ".join(said) if said else "no learning-rate, plateau or swing differences"
 
 
@@ -82,10 +85,10 @@ def table1_positions(seeds: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
         won = [histories[s.run_dirs[0]] for s in g.itertuples() if s.run_dirs]
         moved = movers(list(g.lrs), [plateau(h) for h in won], [largest_fall(h) for h in won])
         if solved_paper and None in values:
-            found = [v for v in values if v is not None]
-            place = f"the paper solved it; {len(values) - len(found)} of {len(values)} seeds not"
+            place = f"the paper solved it; {values.count(None)} of {len(values)} seeds not"
         else:
             place = where(paper, values, fewer_is_better=solved_paper)
+        inside = None not in values and min(values) <= paper <= max(values)
         rows.append(
             {
                 "task": task,
@@ -95,6 +98,8 @@ def table1_positions(seeds: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
                 "ours": tuple(values),
                 "paper": paper,
                 "measure": "epochs" if solved_paper else "accuracy",
+                "grid": bool(g.n_lrs.min() == len(published.LEARNING_RATES)),
+                "inside": inside,
                 "sentence": f"{place}; {moved}",
             }
         )
@@ -113,7 +118,7 @@ def variable_positions(runs: pd.DataFrame) -> pd.DataFrame:
         last = [h[-1] for h in g.history]
         tail = [sum(h[-LAST:]) / len(h[-LAST:]) for h in g.history]
         falls = [largest_fall(h[-LAST:]) for h in g.history]
-        moved = movers([(lr,)], [], falls).replace("epochs", f"epochs (the last {LAST})")
+        moved = movers([(lr,)], [], falls, window=f" (the last {LAST})")
         sentence = f"{where(paper, last, fewer_is_better=False)}; {moved}"
         rows.append(
             {
@@ -153,6 +158,17 @@ def positions_markdown(table1: pd.DataFrame, variable: pd.DataFrame) -> str:
         "| where the paper falls; what moves our seeds |",
         "|---|---|---|---|---|---|",
     ]
+    if not table1.empty:
+        counted = table1[table1.measure == "epochs"]
+        full = counted[counted.grid & (counted.seeds.map(len) >= 3)]
+        lines[1:1] = [
+            "",
+            f"Of the {len(counted)} cell{'s' if len(counted) != 1 else ''} whose paper value is an "
+            f"epoch count, {len(full)} have "
+            "three seeds or more",
+            "over the paper's whole grid of learning rates; the paper's value is inside our range",
+            f"in {int(full.inside.sum())} of those.",
+        ]
     for r in table1.itertuples(index=False):
         epochs = r.measure == "epochs"
         ours = ", ".join(

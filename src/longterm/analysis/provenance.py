@@ -26,12 +26,18 @@ def same_value(a: str, b: str) -> bool:
 def launched_by(job: list[str], command: list[str]) -> bool:
     """Whether the Hydra command `command` (its task overrides) could have made this job: each
     of the job's overrides is one of the command's choices for its key, or its key is not on the
-    command (the experiment's own sweep)."""
-    choices = dict(o.split("=", 1) for o in command if "=" in o)
-    for key, value in (o.split("=", 1) for o in job if "=" in o):
-        if key in choices and not any(same_value(value, c) for c in choices[key].split(",")):
-            return False
-    return True
+    command (the experiment's own sweep); and every key the command sets (but Hydra's own) is
+    among the job's overrides, as it is in each job the command makes."""
+    choices = {
+        key: value
+        for key, value in (o.split("=", 1) for o in command if "=" in o)
+        if not key.startswith("hydra.")
+    }
+    given = dict(o.split("=", 1) for o in job if "=" in o)
+    return all(
+        key in given and any(same_value(given[key], c) for c in values.split(","))
+        for key, values in choices.items()
+    )
 
 
 def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
@@ -48,7 +54,7 @@ def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
         earlier = [
             "python src/train.py -m " + " ".join(own)
             for own in map(job_overrides, jobs)
-            if own and not any(launched_by(own, c) and sets_only(own, c) for c in made)
+            if own and not any(launched_by(own, c) for c in made)
         ]
         return list(dict.fromkeys(earlier)) + recorded
     if not (sweep / "multirun.yaml").exists():
@@ -67,15 +73,6 @@ def job_overrides(job: Path | str) -> list[str]:
     """A job's own overrides (`.hydra/overrides.yaml`); none when it has no such file."""
     path = Path(job) / ".hydra" / "overrides.yaml"
     return list(OmegaConf.load(path)) if path.exists() else []
-
-
-def sets_only(job: list[str], command: list[str]) -> bool:
-    """Whether every key the command sets (but Hydra's own) is among the job's overrides, as it
-    is in each job the command makes."""
-    keys = {o.split("=", 1)[0] for o in job if "=" in o}
-    return all(
-        o.split("=", 1)[0] in keys for o in command if "=" in o and not o.startswith("hydra.")
-    )
 
 
 def resumed_line(runs: pd.DataFrame) -> list[str]:

@@ -4,6 +4,7 @@ measures what each of its models costs per update, from which its budget is set.
     python -m longterm.experiments.claims                  # the sweep's commands
     python -m longterm.experiments.claims --run            # run them, two processes of one thread
     python -m longterm.experiments.claims --time 30        # seconds per update of every job kind
+    python -m longterm.experiments.claims --vocab          # the large table's size, derived
     python -m longterm.analysis.claims outputs/claims --out docs/claims.md
 
 Every job is `python src/train.py experiment=claims ...` (conf/experiment/claims.yaml: T0, the
@@ -134,6 +135,31 @@ def knowledge_vocab(bits_per_parameter: float = BITS_PER_PARAMETER) -> int:
     return vocab
 
 
+def print_vocab_derivation() -> None:
+    """The numbers behind `knowledge_vocab` (docs/tasks.md quotes them): the table's bits and
+    each model's embedding and head at the derived V and at V - 1, and the parameters of the
+    layers' own memories that can hold the table instead."""
+    from longterm.run import build_model
+
+    vocab, bits = knowledge_vocab(), math.log2(CLASSES)
+    print(f"knowledge_vocab() = {vocab} at {BITS_PER_PARAMETER} bits per parameter")
+    for v in (vocab, vocab - 1):
+        print(f"V = {v}: the table's {v**2:,} pairs hold {v**2 * bits:,.0f} bits")
+        for model in KNOWLEDGE_MODELS:
+            shared = shared_parameters(model, v)
+            print(
+                f"  {' '.join(model)}: embedding and head {shared:,} parameters, "
+                f"{BITS_PER_PARAMETER * shared:,} bits"
+            )
+    large = [KNOWLEDGE, f"task.params.vocab={vocab}"]
+    layers = build_model(claims_config([*large, "model=transformer"])).net.encoder.layers
+    ff = sum(p.numel() for layer in layers for p in layer.ff.parameters())
+    print(f"the transformer's feed-forward sublayers: {ff:,} parameters")
+    slots = build_model(claims_config([*large, *KNOWLEDGE_MODELS[2]])).net.encoder.layers
+    memory = sum(q.numel() for layer in slots for q in (layer.attn.mem_k, layer.attn.mem_v))
+    print(f"all-attention's persistent keys and values (N = 64): {memory:,} parameters")
+
+
 def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
     """Forward, backward and an Adam step on freshly generated training batches, as a run does
     them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
@@ -179,8 +205,13 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="store_true", help="run the sweep")
     p.add_argument("--time", type=int, metavar="UPDATES", help="time every kind of job")
+    p.add_argument(
+        "--vocab", action="store_true", help="the numbers behind the large table's vocabulary"
+    )
     args = p.parse_args(argv)
-    if args.time:
+    if args.vocab:
+        print_vocab_derivation()
+    elif args.time:
         torch.set_num_threads(1)
         time_kinds(args.time)
     elif args.run:
