@@ -1,3 +1,4 @@
+import atexit
 import json
 import os
 import select
@@ -103,6 +104,13 @@ class ForkServer:
             text=True,
         )
         self.unread = b""  # answers read from the pipe and not yet returned
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """End the server (it stops at the end of its input) and close its pipes."""
+        self.server.stdin.close()
+        self.server.wait(timeout=30)
+        self.server.stdout.close()
 
     def ask(self, timeout: float | None = None) -> dict:
         """The server's next answer; TimeoutExpired after `timeout` seconds without one. The pipe
