@@ -122,7 +122,7 @@ def document(records: list[dict], args: argparse.Namespace, seconds: float) -> s
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--T0", type=int, nargs="+", default=[50, 100, 1000, 10000])
-    parser.add_argument("--launchers", nargs="+", default=["local", "parallel"])
+    parser.add_argument("--launchers", nargs="+", default=["local", "parallel", "packed"])
     parser.add_argument("--batches-per-epoch", type=int, default=100)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance_sweeps.md")

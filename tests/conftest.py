@@ -241,6 +241,7 @@ def two_runs(tmp_path_factory) -> Path:
 # short files fill in at the end. The other files follow in their usual order.
 SLOWEST_FIRST = (
     "test_reliability.py",
+    "test_packed.py",
     "test_train.py",
     "test_collect.py",
     "test_train_models.py",

@@ -7,6 +7,8 @@ No Lightning is imported; torch only with the encoder's module, which is built o
 `meta` device (shapes, no memory, no computation) to run its constructor's own checks.
 """
 
+import json
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -102,24 +104,33 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
 
 def check_model(cfg: TrainConfig) -> bool:
     """The encoder imports, takes the model's keys, and builds; return whether it is causal."""
-    import torch  # the encoder's module has imported it already
-
     model = cfg.model.model_dump()
     try:
         cls = encoder_class(cfg.model.encoder)
         keys = encoder_keys(cls, model, COMMON_MODEL_KEYS)
     except PluginError as e:
         raise ConfigError(str(e)) from None
+    built(
+        cfg.model.encoder, cls, cfg.task.n_features, cfg.model.dim, json.dumps(keys, sort_keys=True)
+    )
+    return cls.causal
+
+
+@cache
+def built(encoder: str, cls: type, n_features: int, dim: int, keys: str) -> None:
+    """ConfigError unless `cls` builds with these arguments (`keys` as JSON), on PyTorch's meta
+    device (no memory); once per process for each, since a sweep's jobs share most."""
+    import torch  # the encoder's module has imported it already
+
     try:
         with torch.device("meta"):
-            cls(cfg.task.n_features, cfg.model.dim, **keys)
+            cls(n_features, dim, **json.loads(keys))
     except (ValueError, TypeError) as e:  # the constructor's own checks
         raise ConfigError(f"model: {e}") from None
     except Exception as e:
         raise ConfigError(
-            f"model.encoder={cfg.model.encoder} fails to build: {type(e).__name__}: {e}"
+            f"model.encoder={encoder} fails to build: {type(e).__name__}: {e}"
         ) from None
-    return cls.causal
 
 
 def check_impl(cfg: TrainConfig) -> None:

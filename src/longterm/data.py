@@ -107,20 +107,33 @@ class TaskDataModule(L.LightningDataModule):
         """The type of the device the Trainer trains on (cpu, cuda, ...); cpu without a Trainer."""
         return "cpu" if self.trainer is None else self.trainer.strategy.root_device.type
 
+    def keyed_batches(self) -> KeyedBatches:
+        """The training batches, by key (epoch, index)."""
+        return KeyedBatches(self.train_recipe(), self.seed, TRAIN)
+
     def train_dataloader(self) -> DataLoader:
-        device = self.device_type()
-        workers = feed_workers(self.num_workers, device)
-        return DataLoader(
-            KeyedBatches(self.train_recipe(), self.seed, TRAIN),
-            sampler=EpochKeys(self.batches_per_epoch),
-            batch_size=None,  # each item is already a whole batch
-            num_workers=workers,
-            persistent_workers=workers > 0,
-            pin_memory=device == "cuda",
+        return keyed_loader(
+            self.keyed_batches(), self.batches_per_epoch, self.num_workers, self.device_type()
         )
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.validation, batch_size=None, pin_memory=self.device_type() == "cuda")
+
+
+def keyed_loader(
+    batches: Dataset, batches_per_epoch: int, num_workers: int | str, device: str
+) -> DataLoader:
+    """The loader of an epoch's batches, keys (epoch, 0..batches_per_epoch-1), on a device of
+    type `device` (feed_workers)."""
+    workers = feed_workers(num_workers, device)
+    return DataLoader(
+        batches,
+        sampler=EpochKeys(batches_per_epoch),
+        batch_size=None,  # each item is already a whole batch
+        num_workers=workers,
+        persistent_workers=workers > 0,
+        pin_memory=device == "cuda",
+    )
 
 
 class FixedLengthData(TaskDataModule):

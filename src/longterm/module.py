@@ -6,6 +6,7 @@ import pytorch_lightning as L
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from torchmetrics import Metric
 from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.data import Batch
@@ -56,21 +57,30 @@ class MemoryTaskModule(L.LightningModule):
             return F.cross_entropy(pred.flatten(0, 1), y.flatten(), ignore_index=NO_TARGET)
         return F.cross_entropy(pred, y.long()) if self.classify else F.mse_loss(pred, y)
 
-    def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
+    def step_loss(self, batch: Batch) -> Tensor:
+        """The training loss of one batch."""
         x, y, mask = batch
-        loss = self.loss(self(x, mask), y)
-        self.log("train/loss", loss, batch_size=len(y))
+        return self.loss(self(x, mask), y)
+
+    def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
+        loss = self.step_loss(batch)
+        self.log("train/loss", loss, batch_size=len(batch[1]))
         return loss
 
-    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+    def val_metrics(self, batch: Batch) -> dict[str, Tensor | Metric]:
+        """One validation batch: the accuracy metric updated, and what to log (its loss, and the
+        metric, which Lightning computes over the epoch)."""
         x, y, mask = batch
         pred = self(x, mask)
         if self.per_step:
             self.val_acc(pred.flatten(0, 1), y.flatten())
         else:
             self.val_acc(pred, y.long() if self.classify else y)
-        self.log("val/loss", self.loss(pred, y), batch_size=len(y))
-        self.log("val/acc", self.val_acc, batch_size=len(y))
+        return {"val/loss": self.loss(pred, y), "val/acc": self.val_acc}
+
+    def validation_step(self, batch: Batch, batch_idx: int) -> None:
+        for name, value in self.val_metrics(batch).items():
+            self.log(name, value, batch_size=len(batch[1]))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr, betas=self.betas, eps=self.eps)

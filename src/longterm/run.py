@@ -4,6 +4,8 @@ events. With `preflight.py`, the only modules of the package that know Hydra."""
 import logging
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -174,26 +176,41 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     validate(cfg)
     quiet_library_logs()
     run_dir = Path(cfg.run_dir)
+    with claimed(run_dir):
+        done = already_finished(cfg, run_dir)
+        return fit(cfg, run_dir) if done is None else done
+
+
+@contextmanager
+def claimed(run_dir: Path) -> Iterator[Path]:
+    """Hold `run_dir` (longterm.rundir.claim) while the block runs; an error the user's situation
+    caused, there or in the block, is raised as RunError with its one line (longterm.faults)."""
     try:
-        with claim(run_dir):
-            done = finished(run_dir)
-            if done is None:
-                return fit(cfg, run_dir)
-            conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
-            if conflicts:
-                raise RunDirError(
-                    f"{run_dir} holds a finished run with other settings "
-                    f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
-                    "another directory"
-                )
-            log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
-            settle(cfg)
-            return done
+        with claim(run_dir) as lock:
+            yield lock
     except Exception as e:
         line = explain(e, run_dir, saved_checkpoint(run_dir))
         if line is None:
             raise
         raise RunError(line) from e
+
+
+def already_finished(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
+    """The result of the finished run in `run_dir` (None when there is none to return): not
+    trained again. RunDirError when it was run with other settings."""
+    done = finished(run_dir)
+    if done is None:
+        return None
+    conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
+    if conflicts:
+        raise RunDirError(
+            f"{run_dir} holds a finished run with other settings "
+            f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
+            "another directory"
+        )
+    log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
+    settle(cfg)
+    return done
 
 
 def saved_checkpoint(run_dir: Path) -> Path | None:
@@ -275,41 +292,72 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     datamodule = instantiate_named(cfg.data)
     module = build_model(cfg)
-    data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
     jobs = take_budget(cfg)
-    too_large = memory_error(module.net, data, task, jobs)  # longterm.memory
-    if too_large:
-        raise RunError(too_large)
+    check_memory(cfg, module, jobs)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
     ckpt = resumable(last_checkpoint(callbacks))
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
-    # Events from `resumed_at` on (the interrupted epoch; an epoch's validation is logged at the
-    # step before) came from the process that stopped and are logged again: the writer marks
-    # them stale, so TensorBoard shows one continuous curve in the same directory. A run begun
-    # before event files moved out of tb/ keeps them there.
-    where = {} if events_dir(run_dir) == run_dir else {"name": OLD_EVENTS_DIR}
-    logger = (
-        instantiate(cfg.logger, **where, **({} if ckpt is None else {"purge_step": resumed_at}))
-        if cfg.logger
-        else False
-    )
-    plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
+    logger = run_logger(cfg, run_dir, resumed_at)
     # bars of jobs side by side would draw over each other: lines instead
     shows, bar = progress_callbacks(cfg.trainer.get("enable_progress_bar", True), bars=jobs == 1)
-    trainer = instantiate(
-        cfg.trainer,
-        callbacks=[*callbacks, *shows],
-        logger=logger,
-        plugins=plugins,
-        enable_progress_bar=bar,
+    trainer = run_trainer(cfg, [*callbacks, *shows], logger, enable_progress_bar=bar)
+    result = open_record(cfg, module, run_dir, logger, ckpt, resumed_at)
+    start = time.perf_counter()
+    try:
+        trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt)
+    except BaseException as e:
+        counts = outcome(callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted)
+        record_failure(cfg, result, logger, counts, e, time.perf_counter() - start)
+        raise
+    counts = outcome(callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted)
+    return close_record(cfg, result, logger, counts, time.perf_counter() - start)
+
+
+def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -> None:
+    """RunError when the run cannot fit the machine's memory (longterm.memory)."""
+    data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
+    too_large = memory_error(module.net, data, task, side_by_side)
+    if too_large:
+        raise RunError(too_large)
+
+
+def run_logger(cfg: DictConfig, run_dir: Path, resumed_at: int | None) -> TensorBoardLogger | bool:
+    """The run's TensorBoard logger (False without one). Events from `resumed_at` on (the
+    interrupted epoch; an epoch's validation is logged at the step before) came from the process
+    that stopped and are logged again: the writer marks them stale, so TensorBoard shows one
+    continuous curve in the same directory. A run begun before event files moved out of tb/
+    keeps them there."""
+    if not cfg.logger:
+        return False
+    where = {} if events_dir(run_dir) == run_dir else {"name": OLD_EVENTS_DIR}
+    return instantiate(
+        cfg.logger, **where, **({} if resumed_at is None else {"purge_step": resumed_at})
     )
+
+
+def run_trainer(
+    cfg: DictConfig, callbacks: list[L.Callback], logger: TensorBoardLogger | bool, **kw: Any
+) -> L.Trainer:
+    """The Trainer of `cfg.trainer`, writing checkpoints so that a failed write costs none."""
+    plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=plugins, **kw)
+
+
+def open_record(
+    cfg: DictConfig,
+    module: MemoryTaskModule,
+    run_dir: Path,
+    logger: TensorBoardLogger | bool,
+    ckpt: Path | None,
+    resumed_at: int | None,
+) -> dict[str, Any]:
+    """The run's HPARAMS session started, and its result record as it stands before training."""
     params = run_params(cfg)
     if logger:
         log_hparams(logger, params)
     if ckpt is not None:
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
-
-    result: dict[str, Any] = {
+    return {
         **params,
         "status": "failed",
         "resumed_at_update": resumed_at,
@@ -318,53 +366,74 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         "machine": machine(),
         "run_dir": str(run_dir),
         "config": OmegaConf.to_container(cfg, resolve=True),
+        "started_at": now(),
     }
-    start = time.perf_counter()
-    result["started_at"] = now()
-    try:
-        trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt)
-    except BaseException as e:
-        # An exception is a failure; SystemExit and KeyboardInterrupt (a signal, a requeue) an
-        # interruption. Neither is final: the same command resumes from the last checkpoint.
-        result.update(
-            outcome(trainer, callbacks),
-            status="failed" if isinstance(e, Exception) else "interrupted",
-            error=f"{type(e).__name__}: {e}",
-            wall_time_s=time.perf_counter() - start,
-            finished_at=now(),
-        )
-        try:  # recorded wherever it can still be written: a full disk may refuse it too
-            write_result(run_dir, result)
-            end_session(logger, result)
-        except OSError as unwritten:
-            log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
-        if isinstance(e, SystemExit) and not e.code:  # Lightning's exit on SIGTERM says 0
-            raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from e
-        raise
+
+
+def record_failure(
+    cfg: DictConfig,
+    result: dict[str, Any],
+    logger: TensorBoardLogger | bool,
+    counts: dict[str, Any],
+    error: BaseException,
+    seconds: float,
+) -> None:
+    """Record a run that `error` stopped. An exception is a failure; SystemExit and
+    KeyboardInterrupt (a signal, a requeue) an interruption. Neither is final: the same command
+    resumes from the last checkpoint. The caller raises `error` again."""
+    run_dir = Path(result["run_dir"])
     result.update(
-        outcome(trainer, callbacks), wall_time_s=time.perf_counter() - start, finished_at=now()
+        counts,
+        status="failed" if isinstance(error, Exception) else "interrupted",
+        error=f"{type(error).__name__}: {error}",
+        wall_time_s=seconds,
+        finished_at=now(),
     )
+    try:  # recorded wherever it can still be written: a full disk may refuse it too
+        write_result(run_dir, result)
+        end_session(logger, result)
+    except OSError as unwritten:
+        log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
+    if isinstance(error, SystemExit) and not error.code:  # Lightning's exit on SIGTERM says 0
+        raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from error
+
+
+def close_record(
+    cfg: DictConfig,
+    result: dict[str, Any],
+    logger: TensorBoardLogger | bool,
+    counts: dict[str, Any],
+    seconds: float,
+    say: logging.Logger | logging.LoggerAdapter = log,
+) -> dict[str, Any]:
+    """Write the result of a run that `fit` ended (its verdict scalars and session end too) and
+    say it in one line; return it."""
+    run_dir = Path(result["run_dir"])
+    result.update(counts, wall_time_s=seconds, finished_at=now())
     if result["status"] in FINAL_STATUSES:
         settle(cfg)
     write_result(run_dir, result)
     end_session(logger, result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
-    log.info(
+    say.info(
         f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "
         f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
     )
     return result
 
 
-def outcome(trainer: L.Trainer, callbacks: list[L.Callback]) -> dict[str, Any]:
-    """Status, accuracies and counts once `fit` has returned."""
+def outcome(
+    callbacks: list[L.Callback], epochs: int, updates: int, interrupted: bool
+) -> dict[str, Any]:
+    """Status, accuracies and counts of a run whose training has ended after `epochs` epochs and
+    `updates` updates (`interrupted`: by a signal or an error)."""
     solved = next(c for c in callbacks if isinstance(c, StopWhenSolved))
     diverged = next(c for c in callbacks if isinstance(c, StopOnDivergence))
     if diverged.diverged_step is not None:
         status = "diverged"
     elif solved.solved_epoch is not None:
         status = "solved"
-    elif trainer.interrupted:
+    elif interrupted:
         status = "interrupted"
     else:
         status = "max_epochs"
@@ -376,6 +445,6 @@ def outcome(trainer: L.Trainer, callbacks: list[L.Callback]) -> dict[str, Any]:
         "best_acc": max(history, default=None),
         "final_acc": history[-1] if history else None,
         "val_acc_history": history,
-        "epochs": trainer.current_epoch,
-        "updates": trainer.global_step,
+        "epochs": epochs,
+        "updates": updates,
     }

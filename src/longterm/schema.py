@@ -143,6 +143,15 @@ class ParallelLauncher(Section):
     threads: Annotated[Any, count_or_auto(1)]
 
 
+class PackedLauncher(ParallelLauncher):
+    """The jobs of a multirun that differ only in lr, seed and trainer.max_epochs train as members
+    of packs, one process each, packs side by side as under launcher=parallel
+    (conf/launcher/packed.yaml, longterm.pack); `members`: the most members of one pack."""
+
+    name: Literal["packed"]
+    members: Annotated[Any, count_or_auto(1)]
+
+
 class SubmititLocalLauncher(Section):
     name: Literal["submitit_local"]
     time_min: int = Field(ge=1)
@@ -260,6 +269,6 @@ class TrainConfig(OpenSection):
     trainer: TrainerSection
     callbacks: CallbacksSection
     launcher: Annotated[
-        LocalLauncher | ParallelLauncher | SubmititLocalLauncher | SlurmLauncher,
+        LocalLauncher | ParallelLauncher | PackedLauncher | SubmititLocalLauncher | SlurmLauncher,
         Field(discriminator="name"),
     ]

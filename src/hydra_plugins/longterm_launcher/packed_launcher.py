@@ -1,0 +1,263 @@
+"""`launcher=packed`: the jobs of a multirun that differ only in `lr`, `seed` and
+`trainer.max_epochs` train as the members of packs, one process per pack (longterm.pack), and
+packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
+
+- Grouping: jobs whose other overrides are the same form a group; a group whose config is not
+  the paper's network (longterm.pack.packable) runs job by job, as under launcher=parallel, and
+  the sweep says so in one line.
+- Packs: a group is cut into packs of at most `members` members, in seed order (members of one
+  seed share their batches); `auto` cuts the groups into as many packs as there are CPUs to fill,
+  and no more.
+- Each member is prepared by Hydra's own `run_job`, so its run directory, `.hydra/` files and
+  JobReturn are those of the job run alone; its log lines go to its own train.log (and the pack's
+  lines that are no member's to every member's). Then the pack trains.
+"""
+
+import logging
+import math
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
+from hydra.types import HydraContext
+from joblib import Parallel, delayed
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from hydra_plugins.longterm_launcher.parallel_launcher import (
+    ParallelLauncher,
+    budget,
+    run_one,
+    thread_environment,
+    usable_cpus,
+    with_budget,
+)
+from longterm.choices import AUTO
+from longterm.faults import FAILED_JOBS
+
+log = logging.getLogger(__name__)
+
+MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")  # longterm.pack.MEMBER_KEYS
+
+
+def key_of(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def group_key(overrides: Sequence[str]) -> tuple[str, ...]:
+    """What the jobs of one pack share: their overrides but those of MEMBER_KEYS."""
+    return tuple(sorted(o for o in overrides if key_of(o) not in MEMBER_KEYS))
+
+
+def seed_of(overrides: Sequence[str]) -> str:
+    return next((o.split("=", 1)[1] for o in overrides if key_of(o) == "seed"), "")
+
+
+def cut(indices: list[int], size: int) -> list[list[int]]:
+    """`indices` in consecutive packs of at most `size` members, as even as can be."""
+    n = math.ceil(len(indices) / size)
+    return [indices[k * len(indices) // n : (k + 1) * len(indices) // n] for k in range(n)]
+
+
+def pack_size(members: int | str, groups: list[list[int]], at_once: int, singles: int = 0) -> int:
+    """The most members of a pack: `members`, or under `auto` the fewest packs that keep
+    `at_once` processes busy beside `singles` single jobs (one pack per group once the groups
+    do)."""
+    if members != AUTO:
+        return int(members)
+    largest = max(len(g) for g in groups)
+    return max(1, math.ceil(largest / max(1, math.ceil((at_once - singles) / len(groups)))))
+
+
+def resolved(cfg: DictConfig) -> DictConfig:
+    """A job's config with every interpolation resolved (its run_dir among them), while Hydra's
+    config is the job's own (run_job sets it)."""
+    return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+
+
+class MemberFiles(logging.Handler):
+    """Each member's records to its own train.log; the pack's other records to every one."""
+
+    def __init__(self, paths: dict[str, Path], formatter: logging.Formatter | None):
+        super().__init__()
+        self.files = {member: path.open("a") for member, path in paths.items()}
+        self.setFormatter(formatter or logging.Formatter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        member = getattr(record, "member", None)
+        line = self.format(record) + "\n"
+        for name, f in self.files.items():
+            if member is None or member == name:
+                f.write(line)
+                f.flush()
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+        super().close()
+
+
+def member_logs(config: DictConfig, cfgs: list[DictConfig], names: list[str]) -> MemberFiles:
+    """Logging for a pack: Hydra's job logging (its console handler), with the file handler
+    replaced by one train.log per member."""
+    configure_log(config.hydra.job_logging, config.hydra.verbose)
+    root = logging.getLogger()
+    files = [h for h in root.handlers if isinstance(h, logging.FileHandler)]
+    for handler in files:
+        root.removeHandler(handler)
+        handler.close()
+    log_name = Path(files[0].baseFilename).name if files else "train.log"
+    paths = {cfg.run_dir: Path(cfg.run_dir) / log_name for cfg in cfgs}
+    handler = MemberFiles(paths, files[0].formatter if files else None)
+    root.addHandler(handler)
+    return handler
+
+
+def run_pack(
+    jobs: list[tuple[int, Sequence[str]]],
+    hydra_context: HydraContext,
+    config: DictConfig,
+    singleton_state: dict[Any, Any],
+) -> tuple[list[JobReturn], list[str]]:
+    """One pack in a worker (or in this process): each member prepared by Hydra's run_job, then
+    trained together (longterm.pack.train_pack); the JobReturns, and the one-line errors."""
+    setup_globals()
+    Singleton.set_state(singleton_state)
+    returns = []
+    for idx, overrides in jobs:
+        sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+        with open_dict(sweep_config):
+            sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
+            sweep_config.hydra.job.num = idx
+        HydraConfig.instance().set_config(sweep_config)
+        returns.append(
+            run_job(
+                hydra_context=hydra_context,
+                task_function=resolved,
+                config=sweep_config,
+                job_dir_key="hydra.sweep.dir",
+                job_subdir_key="hydra.sweep.subdir",
+                configure_logging=False,
+            )
+        )
+    cfgs = [ret.return_value for ret in returns]
+    handler = member_logs(sweep_config, cfgs, [c.run_dir for c in cfgs])
+    from longterm.faults import RunError
+    from longterm.pack import train_pack  # torch and Lightning load in the process that trains
+
+    errors = []
+    try:
+        outcomes = train_pack(cfgs)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    for ret, outcome in zip(returns, outcomes, strict=True):
+        if isinstance(outcome, RunError):
+            if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                raise outcome
+            print(f"error: {outcome}", file=sys.stderr, flush=True)
+            errors.append(str(outcome))
+            ret.return_value = None
+        else:
+            ret.return_value = outcome["best_acc"]
+        ret.status = JobStatus.COMPLETED
+    return returns, errors
+
+
+def is_packable(hydra_context: HydraContext, config: DictConfig, overrides: Sequence[str]) -> bool:
+    """Whether a job's config is the paper's network (longterm.pack.packable)."""
+    from longterm.pack import packable
+
+    cfg = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    return packable(cfg)
+
+
+class PackedLauncher(ParallelLauncher):
+    def __init__(
+        self, jobs: int | str = AUTO, threads: int | str = AUTO, members: int | str = AUTO
+    ):
+        super().__init__(jobs, threads)
+        self.members = members
+
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> list[JobReturn]:
+        assert self.config is not None and self.hydra_context is not None
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, overrides in enumerate(job_overrides):
+            groups.setdefault(group_key(overrides), []).append(i)
+        packed, alone = [], []
+        for indices in groups.values():
+            first = job_overrides[indices[0]]
+            (packed if is_packable(self.hydra_context, self.config, first) else alone).append(
+                indices
+            )
+        if alone:
+            n = sum(map(len, alone))
+            log.info(
+                f"{n} jobs are not of the paper's network and run one by one (launcher=parallel)"
+            )
+        cpus = usable_cpus()
+        at_once = cpus if self.jobs == AUTO else int(self.jobs)
+        singles = sum(map(len, alone))
+        size = pack_size(self.members, packed, at_once, singles) if packed else 1
+        packs = [
+            pack
+            for indices in packed
+            for pack in cut(sorted(indices, key=lambda i: (seed_of(job_overrides[i]), i)), size)
+        ]
+        units = len(packs) + sum(map(len, alone))
+        jobs, threads = budget(self.jobs, self.threads, units, cpus)
+        log.info(
+            f"{len(job_overrides)} jobs: {len(packs)} packs of at most {size} members"
+            + (f" and {units - len(packs)} single jobs" if alone else "")
+            + f", {jobs} at a time with {threads} threads each ({cpus} CPUs): {sweep_dir}"
+        )
+        state = Singleton.get_state()
+
+        def job(i: int) -> tuple[int, Sequence[str]]:
+            return initial_job_idx + i, with_budget(job_overrides[i], jobs, threads)
+
+        calls = [
+            delayed(run_pack)([job(i) for i in pack], self.hydra_context, self.config, state)
+            for pack in packs
+        ] + [
+            delayed(run_one)(*job(i), self.hydra_context, self.config, self.task_function, state)
+            for indices in alone
+            for i in indices
+        ]
+        order = [i for pack in packs for i in pack] + [i for indices in alone for i in indices]
+        with thread_environment(threads):
+            done = Parallel(n_jobs=jobs, backend="loky", batch_size=1)(calls)
+        returns: dict[int, JobReturn] = {}
+        position = 0
+        for result, lines in done:
+            FAILED_JOBS.extend(lines)
+            for ret in result if isinstance(result, list) else [result]:
+                returns[order[position]] = ret
+                position += 1
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        return [returns[i] for i in range(len(job_overrides))]
+
+
+@dataclass
+class PackedLauncherConf:
+    _target_: str = "hydra_plugins.longterm_launcher.packed_launcher.PackedLauncher"
+    jobs: Any = AUTO
+    threads: Any = AUTO
+    members: Any = AUTO
+
+
+ConfigStore.instance().store(
+    group="hydra/launcher", name="packed", node=PackedLauncherConf, provider="longterm"
+)

@@ -1,0 +1,190 @@
+"""launcher=packed (longterm/pack.py, src/hydra_plugins/longterm_launcher/packed_launcher.py):
+runs of one cell trained as the members of packs are, member for member, the same runs as
+under launcher=local: the same result.json numbers, TensorBoard scalars, checkpoints (weights,
+Adam's state, the callbacks' states) and configs, on the CPU to the bit."""
+
+import math
+import signal
+
+import pytest
+import torch
+from conftest import LONGER, QUICK, metrics, quick, read_json, start, train_py, wait_for
+
+from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
+from longterm.analysis.events import scalars
+
+
+def test_jobs_that_differ_in_lr_seed_and_epoch_limit_share_a_pack():
+    a = ["task=addition", "lr=1e-3", "seed=1", "trainer.max_epochs=3"]
+    b = ["task=addition", "seed=2", "lr=3e-3"]
+    assert group_key(a) == group_key(b) == ("task=addition",)
+    assert group_key(["task=multiplication", "lr=1e-3"]) != group_key(a)
+
+
+@pytest.mark.parametrize(
+    ("members", "groups", "at_once", "size"),
+    [
+        ("auto", [list(range(8))], 2, 4),  # one cell on 2 CPUs: two packs of 4
+        ("auto", [list(range(8))], 1, 8),  # one process at a time: one pack
+        ("auto", [list(range(12))] * 24, 2, 12),  # Table 1's 24 cells: a pack per cell
+        (3, [list(range(8))], 2, 3),
+    ],
+)
+def test_the_pack_size(members, groups, at_once, size):
+    assert pack_size(members, groups, at_once) == size
+
+
+def test_packs_are_cut_even():
+    assert cut(list(range(8)), 3) == [[0, 1], [2, 3, 4], [5, 6, 7]]
+    assert cut(list(range(4)), 4) == [[0, 1, 2, 3]]
+
+
+def job_dirs(sweep):
+    return sorted(p for p in sweep.iterdir() if (p / ".hydra").is_dir())
+
+
+def assert_same_runs(alone, packed, resumed=False):
+    """Every run of `packed` equals the same run of `alone`: numbers, scalars, checkpoints."""
+    names = [p.name for p in job_dirs(alone)]
+    assert [p.name for p in job_dirs(packed)] == names
+    for name in names:
+        a, p = alone / name, packed / name
+        assert metrics(p) == metrics(a), name
+        same_scalars(scalars(a), scalars(p))
+        # a run that diverged in mid-epoch is final: its checkpoints hold the pack's counters
+        loops = not resumed and read_json(a / "result.json")["status"] != "diverged"
+        for ckpt in ("last.ckpt", "best.ckpt"):
+            same_checkpoint(a / "checkpoints" / ckpt, p / "checkpoints" / ckpt, loops)
+        configs = [{**read_json(x / "result.json")["config"], "launcher": None} for x in (a, p)]
+        assert same(*configs, str(alone), str(packed))
+
+
+def same_scalars(a: dict, p: dict) -> None:
+    """The same tags, steps and values (NaN equal to NaN)."""
+    assert a.keys() == p.keys()
+    for tag, points in a.items():
+        assert [s for s, _ in points] == [s for s, _ in p[tag]], tag
+        for (_, x), (_, y) in zip(points, p[tag], strict=True):
+            assert x == y or (math.isnan(x) and math.isnan(y)), tag
+
+
+def same_checkpoint(a, p, loops: bool) -> None:
+    """Weights and Adam's state to the bit, the callbacks' states, and the loop's counters
+    (`loops`; a resumed run's count the process that resumed it)."""
+    ca, cp = (torch.load(x, map_location="cpu", weights_only=False) for x in (a, p))
+    assert ca.keys() == cp.keys()
+    assert (ca["epoch"], ca["global_step"]) == (cp["epoch"], cp["global_step"])
+    for k, v in ca["state_dict"].items():
+        assert torch.equal(v, cp["state_dict"][k]) or v.isnan().any(), k
+    (oa,), (op,) = ca["optimizer_states"], cp["optimizer_states"]
+    assert oa["param_groups"] == op["param_groups"]
+    for i, state in oa["state"].items():
+        for k, v in state.items():
+            assert torch.equal(v, op["state"][i][k]) or v.isnan().any(), (i, k)
+    here, there = str(a.parents[2]), str(p.parents[2])  # the sweep directories
+    assert same(ca["callbacks"], cp["callbacks"], here, there)
+    if loops:
+        assert ca["loops"] == cp["loops"]
+
+
+def same(x, y, here: str, there: str) -> bool:
+    """Equal values, tensors to the bit (NaN equal to NaN), paths below the two sweeps alike."""
+    if isinstance(x, dict):  # best_k_models is keyed by path
+        xs = {k.replace(here, "") if isinstance(k, str) else k: v for k, v in x.items()}
+        ys = {k.replace(there, "") if isinstance(k, str) else k: v for k, v in y.items()}
+        return xs.keys() == ys.keys() and all(same(xs[k], ys[k], here, there) for k in xs)
+    if isinstance(x, torch.Tensor):
+        return torch.equal(x, y) or bool((x.isnan() & y.isnan()).all())
+    if isinstance(x, str):
+        return x.replace(here, "") == y.replace(there, "")
+    return x == y
+
+
+# 2 seeds x 2 learning rates, one of which diverges in mid-epoch (its update 2).
+ATTENTION = ("task=addition", "pool=attention", "lr=1e-3,1e30", "seed=1,2")
+
+
+def test_packed_members_are_their_runs_alone(tmp_path):
+    """Attention pooling at a fixed length, a member that diverges in mid-epoch while the others
+    go on; then mean pooling at variable lengths with members of two epoch limits (lr_race's cap
+    inside a pack), two packs side by side (launcher.members=2)."""
+    cases = [
+        ("attention", [*ATTENTION, *QUICK], ["launcher.jobs=1", "launcher.threads=1"]),
+        (
+            "mean",
+            [
+                "task=multiplication",
+                "pool=mean",
+                "data=variable",
+                "data.min_length=50",
+                "data.max_length=120",
+                "data.val_batches=8",
+                "lr=1e-3,3e-3",
+                "seed=1",
+                *quick("trainer.max_epochs=1,2", drop=("data.val_size",)),
+            ],
+            ["launcher.members=2"],
+        ),
+    ]
+    for name, args, how in cases:
+        alone, packed = tmp_path / f"{name}-local", tmp_path / f"{name}-packed"
+        out = train_py("-m", *args, f"hydra.sweep.dir={alone}")
+        assert out.returncode == 0, out.stderr
+        out = train_py("-m", "launcher=packed", *how, *args, f"hydra.sweep.dir={packed}")
+        assert out.returncode == 0, out.stderr
+        assert "Traceback" not in out.stderr
+        assert_same_runs(alone, packed)
+        assert "4 jobs: " in out.stdout and "4 jobs in " in out.stdout
+    statuses = [
+        read_json(p / "result.json")["status"] for p in job_dirs(tmp_path / "attention-packed")
+    ]
+    assert statuses.count("diverged") == 2
+    epochs = [read_json(p / "result.json")["epochs"] for p in job_dirs(tmp_path / "mean-packed")]
+    assert sorted(epochs) == [1, 1, 2, 2]
+
+
+def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
+    """A pack killed (SIGKILL) after its members' first checkpoints, rerun: each member resumes
+    from its own last.ckpt and ends as the run alone does."""
+    args = (
+        "-m",
+        "task=addition",
+        "lr=1e-3,3e-3",
+        "seed=1",
+        *quick("trainer.max_epochs=3", base=LONGER),
+    )
+    alone, packed = tmp_path / "local", tmp_path / "packed"
+    out = train_py(*args, f"hydra.sweep.dir={alone}")
+    assert out.returncode == 0, out.stderr
+    packed_args = (*args, "launcher=packed", "launcher.jobs=1", f"hydra.sweep.dir={packed}")
+    process = start(*packed_args)
+    wait_for(
+        lambda: (
+            len(list(packed.glob("*/checkpoints/last.ckpt"))) == 2 or process.poll() is not None
+        ),
+        "checkpoints",
+    )
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not list(packed.glob("*/result.json"))  # killed before any member ended
+    out = train_py(*packed_args)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("resuming from ") == 2
+    assert_same_runs(alone, packed, resumed=True)
+
+
+def test_other_models_run_alone_beside_the_packs(tmp_path):
+    """A sweep of the paper's network and a recurrent one: the first packs, the second runs job
+    by job, and the sweep says so in one line."""
+    out = train_py(
+        "-m",
+        "launcher=packed",
+        "arch=attention,rnn",
+        "lr=1e-3,3e-3",
+        *quick("T0=20", "data.batches_per_epoch=3", "trainer.max_epochs=1"),
+        f"hydra.sweep.dir={tmp_path}",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "2 jobs are not of the paper's network and run one by one" in out.stdout
+    assert "4 jobs: 1 packs of at most 2 members and 2 single jobs" in out.stdout
+    assert len(list(tmp_path.glob("*/result.json"))) == 4
