@@ -9,6 +9,7 @@ machines these run on are shared and their speed varies from run to run.
     python bench/throughput.py --T0 100 --out /tmp/perf.md
     python bench/throughput.py --T0 100 --cases reference transformer feedback --out /tmp/perf.md
     python bench/throughput.py --ops-only --T0 1000 10000     # ops per update only, no timing
+    python bench/throughput.py --pack-members 1 4 16 --T0 100  # ops per update of a pack
 
 One update is forward, backward and an Adam step on one batch of the addition task (B = 100, the
 paper's data: each sequence T0 to 1.1 T0 steps, padded), for the model that `src/train.py` builds
@@ -49,6 +50,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from report import Bench, document
 from torch.nn import functional as F
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from longterm.batches import FixedLengthBatches, batch_rng
@@ -113,6 +115,36 @@ def ops_per_update(case: str, T0: int) -> int | None:
     cfg = config(CASES[case][0], T0)
     batch = meta_batch(B, default_width(T0), cfg.task.n_features)
     return update_ops(build_model(cfg), batch)
+
+
+def pack_ops(case: str, T0: int, members: int) -> int:
+    """aten ops of one update of a pack of `members` members of the case (launcher=packed:
+    longterm.pack's module and optimizer, one seed's batch) on the meta device."""
+    from longterm.pack import PackModule, PackOptimizer
+
+    cfg = config(CASES[case][0], T0)
+    x, y, mask = meta_batch(B, default_width(T0), cfg.task.n_features)
+    pack = PackModule([build_model(cfg) for _ in range(members)], [0] * members).to("meta")
+    optimizer = PackOptimizer([m.configure_optimizers() for m in pack.members], pack)
+
+    def update() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        optimizer.step(lambda: pack.training_step(((x, y, mask),), 0).backward())
+
+    update()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        update()
+    return sum(event.name.startswith("aten::") for event in prof.events())
+
+
+def print_pack_ops(args: argparse.Namespace) -> None:
+    """A table of the aten ops per packed update for each number of members (no timing)."""
+    print("| case | T0 | " + " | ".join(f"{m} members" for m in args.pack_members) + " |")
+    print("|---|---|" + "---|" * len(args.pack_members))
+    for case in [c for c in args.cases if c in META_OPS]:
+        for T0 in args.T0:
+            counts = [pack_ops(case, T0, m) for m in args.pack_members]
+            print(f"| {case} | {T0} | " + " | ".join(f"{n:,}" for n in counts) + " |", flush=True)
 
 
 def memory_kb(field: str) -> int:
@@ -232,6 +264,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument(
         "--ops-only", action="store_true", help="print the ops per update of each case, no timing"
     )
+    parser.add_argument(
+        "--pack-members",
+        type=int,
+        nargs="+",
+        help="print the ops per update of a pack (launcher=packed) of each of these sizes",
+    )
     parser.add_argument("--json", type=Path, help="also write the measurements to this file")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in a child process
     return parser.parse_args()
@@ -294,6 +332,9 @@ def main() -> None:
     args = parse()
     if args.ops_only:
         print_ops(args)
+        return
+    if args.pack_members:
+        print_pack_ops(args)
         return
     if args.case:
         record = measure(args.case, args.T0[0], args.device, args.min_time, args.min_updates)

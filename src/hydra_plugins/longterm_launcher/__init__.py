@@ -1,1 +1,2 @@
-"""longterm's Hydra launcher plugins: `launcher=parallel` (parallel_launcher.py)."""
+"""longterm's Hydra launcher plugins: `launcher=parallel` (parallel_launcher.py) and
+`launcher=packed` (packed_launcher.py)."""

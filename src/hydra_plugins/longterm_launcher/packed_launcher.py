@@ -15,19 +15,21 @@ packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
 
 import logging
 import math
+import multiprocessing
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from hydra.types import HydraContext
-from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from hydra_plugins.longterm_launcher.parallel_launcher import (
@@ -178,6 +180,56 @@ def is_packable(hydra_context: HydraContext, config: DictConfig, overrides: Sequ
     return packable(cfg)
 
 
+def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
+    """Each call's result, at most `jobs` at a time, each started as soon as a process is free:
+    in this process when one at a time; else each in a process forked from this one once it has
+    imported torch and Lightning (longterm.pack), so that a pack starts at once (a fresh worker,
+    as loky starts them, spends seconds importing them first). A forked child runs its call as it
+    is, nothing pickled; only its result comes back (cloudpickle, as loky sends it: a JobReturn
+    holds Hydra's configs, which the standard pickle refuses). Nothing here has run a parallel
+    torch op, so the children inherit no thread pool."""
+    if jobs == 1:
+        return [call(*args) for call, args in calls]
+    import longterm.pack  # noqa: F401
+
+    fork = multiprocessing.get_context("fork")
+    results: list[Any] = [None] * len(calls)
+    running: dict[Any, tuple[int, Any]] = {}  # a child's end of its pipe -> (call, process)
+    waiting = list(enumerate(calls))
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            i, (call, args) = waiting.pop(0)
+            reader, writer = fork.Pipe(duplex=False)
+            child = fork.Process(target=send_result, args=(writer, call, args), daemon=False)
+            child.start()
+            writer.close()
+            running[reader] = (i, child)
+        for reader in wait(list(running)):
+            i, child = running.pop(reader)
+            try:
+                ok, value = cloudpickle.loads(reader.recv_bytes())
+            except EOFError:  # the child died before it could answer (killed)
+                ok, value = (
+                    False,
+                    ChildProcessError(f"a worker process ended with {child.exitcode}"),
+                )
+            child.join()
+            if not ok:
+                raise value
+            results[i] = value
+    return results
+
+
+def send_result(writer: Any, call: Callable, args: tuple) -> None:
+    """Run `call` in a forked child and send back (True, its result) or (False, its exception)."""
+    try:
+        answer = (True, call(*args))
+    except BaseException as e:  # an interrupted pack's SystemExit too: the parent raises it
+        answer = (False, e)
+    writer.send_bytes(cloudpickle.dumps(answer))
+    writer.close()
+
+
 class PackedLauncher(ParallelLauncher):
     def __init__(
         self, jobs: int | str = AUTO, threads: int | str = AUTO, members: int | str = AUTO
@@ -229,16 +281,16 @@ class PackedLauncher(ParallelLauncher):
             return initial_job_idx + i, with_budget(job_overrides[i], jobs, threads)
 
         calls = [
-            delayed(run_pack)([job(i) for i in pack], self.hydra_context, self.config, state)
+            (run_pack, ([job(i) for i in pack], self.hydra_context, self.config, state))
             for pack in packs
         ] + [
-            delayed(run_one)(*job(i), self.hydra_context, self.config, self.task_function, state)
+            (run_one, (*job(i), self.hydra_context, self.config, self.task_function, state))
             for indices in alone
             for i in indices
         ]
         order = [i for pack in packs for i in pack] + [i for indices in alone for i in indices]
         with thread_environment(threads):
-            done = Parallel(n_jobs=jobs, backend="loky", batch_size=1)(calls)
+            done = side_by_side(calls, jobs)
         returns: dict[int, JobReturn] = {}
         position = 0
         for result, lines in done:

@@ -14,7 +14,8 @@ limit too, so "accuracy after the limit" is over the whole grid as well.
 All jobs go through `src/train.py` into one sweep directory, named from their settings as in any
 multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
 off). Each stage's jobs run side by side (`--launcher parallel`, the default: at most one job per
-CPU); `--launcher local` runs them one after another, `--launcher slurm` sends them to a cluster.
+CPU); `--launcher packed` trains each cell's jobs as one pack (a rival's epoch cap acts inside
+it), `--launcher local` runs them one after another, `--launcher slurm` sends them to a cluster.
 Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
 `python -m longterm.analysis.collect` reads them.
 """
