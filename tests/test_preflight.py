@@ -17,7 +17,10 @@ BAD_COMMAND_LINES = [
         "linear_memory, lstm, rnn, transformer",
     ),
     (["arch=gpt"], "arch='gpt' is invalid: choose one of all_attention, attention"),
-    (["launcher=cluster"], "launcher='cluster' is invalid: choose one of local, packed, parallel, slurm"),
+    (
+        ["launcher=cluster"],
+        "launcher='cluster' is invalid: choose one of local, packed, parallel, slurm",
+    ),
     (
         ["experiment=table2"],
         "experiment='table2' is invalid: choose one of claims, memory_comparison, "

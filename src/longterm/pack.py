@@ -43,7 +43,6 @@ from typing import Any
 
 import pytorch_lightning as L
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig
 from pytorch_lightning.loggers import Logger
 from pytorch_lightning.trainer import call
@@ -68,6 +67,7 @@ from longterm.run import (
     quiet_library_logs,
     record_failure,
     resumable,
+    run_callbacks,
     run_logger,
     run_trainer,
     saved_checkpoint,
@@ -487,7 +487,7 @@ def build_member(cfg: DictConfig, run_dir: Path, pack_size: int) -> Member:
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module = build_model(cfg)
     check_memory(cfg, module, take_budget(cfg) * pack_size)
-    callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    callbacks = run_callbacks(cfg)
     ckpt = resumable(last_checkpoint(callbacks))
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     logger = run_logger(cfg, run_dir, resumed_at)
@@ -520,9 +520,7 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     module = PackModule([m.module for m in members], [m.stream for m in members])
     module.optimizer = PackOptimizer([m.optimizer for m in members], module)
     hooks = MemberHooks(members, module, data)
-    pack_level = [
-        c for c in (instantiate(c) for c in first.callbacks.values()) if isinstance(c, DeferSignal)
-    ]
+    pack_level = [c for c in run_callbacks(first) if isinstance(c, DeferSignal)]
     trainer = run_trainer(
         first,
         [hooks, *pack_level],

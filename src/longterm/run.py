@@ -294,7 +294,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     module = build_model(cfg)
     jobs = take_budget(cfg)
     check_memory(cfg, module, jobs)
-    callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    callbacks = run_callbacks(cfg)
     ckpt = resumable(last_checkpoint(callbacks))
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     logger = run_logger(cfg, run_dir, resumed_at)
@@ -311,6 +311,11 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         raise
     counts = outcome(callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted)
     return close_record(cfg, result, logger, counts, time.perf_counter() - start)
+
+
+def run_callbacks(cfg: DictConfig) -> list[L.Callback]:
+    """The run's callbacks (conf/callbacks): the stopping rules, the checkpoints, ..."""
+    return [instantiate(c) for c in cfg.callbacks.values()]
 
 
 def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -> None:
