@@ -581,7 +581,7 @@ def record_pack_failure(
             member.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
         )
         try:
-            record_failure(member.cfg, member.result, member.logger, counts, error, seconds)
+            record_failure(member.result, member.logger, counts, error, seconds)
         except SystemExit as e:
             exit_ = exit_ or e
     if exit_ is not None:

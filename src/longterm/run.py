@@ -307,7 +307,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt)
     except BaseException as e:
         counts = outcome(callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted)
-        record_failure(cfg, result, logger, counts, e, time.perf_counter() - start)
+        record_failure(result, logger, counts, e, time.perf_counter() - start)
         raise
     counts = outcome(callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted)
     return close_record(cfg, result, logger, counts, time.perf_counter() - start)
@@ -376,7 +376,6 @@ def open_record(
 
 
 def record_failure(
-    cfg: DictConfig,
     result: dict[str, Any],
     logger: TensorBoardLogger | bool,
     counts: dict[str, Any],

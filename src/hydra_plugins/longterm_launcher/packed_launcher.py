@@ -240,11 +240,8 @@ class PackedLauncher(ParallelLauncher):
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
     ) -> list[JobReturn]:
+        sweep_dir = self.start_sweep()
         assert self.config is not None and self.hydra_context is not None
-        setup_globals()
-        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, overrides in enumerate(job_overrides):
             groups.setdefault(group_key(overrides), []).append(i)

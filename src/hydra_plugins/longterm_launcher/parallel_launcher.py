@@ -89,14 +89,19 @@ class ParallelLauncher(JoblibLauncher):
         super().__init__()
         self.jobs, self.threads = jobs, threads
 
-    def launch(
-        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
-    ) -> list[JobReturn]:
+    def start_sweep(self) -> Path:
+        """Hydra's globals and logging set up for a sweep, and its directory made."""
         assert self.config is not None and self.hydra_context is not None
         setup_globals()
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        return sweep_dir
+
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> list[JobReturn]:
+        sweep_dir = self.start_sweep()
         cpus = usable_cpus()
         jobs, threads = budget(self.jobs, self.threads, len(job_overrides), cpus)
         log.info(
