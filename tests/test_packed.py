@@ -144,19 +144,23 @@ def test_packed_members_are_their_runs_alone(tmp_path):
 
 
 def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
-    """A pack killed (SIGKILL) after its members' first checkpoints, rerun: each member resumes
-    from its own last.ckpt and ends as the run alone does."""
+    """A packed sweep (two packs in processes forked from the launcher) whose launcher is killed
+    (SIGKILL) after its members' first checkpoints: the packs are sent SIGTERM and record their
+    members as interrupted. One member resumed alone (launcher=local, lr=1e-3 only), then the
+    packed command again, which leaves that finished run as it is and resumes the other from its
+    own last.ckpt: both end as the runs alone do."""
     args = (
         "-m",
         "task=addition",
         "lr=1e-3,3e-3",
         "seed=1",
-        *quick("data.batches_per_epoch=50"),  # about 0.3 s an epoch: killed within the second
+        *quick("data.batches_per_epoch=50", "trainer.max_epochs=4"),  # about 0.3 s an epoch
     )
     alone, packed = tmp_path / "local", tmp_path / "packed"
     out = train_py(*args, f"hydra.sweep.dir={alone}")
     assert out.returncode == 0, out.stderr
-    packed_args = (*args, "launcher=packed", "launcher.jobs=1", f"hydra.sweep.dir={packed}")
+    packs = ("launcher=packed", "launcher.jobs=2", "launcher.members=1")
+    packed_args = (*args, *packs, f"hydra.sweep.dir={packed}")
     process = start(*packed_args)
     wait_for(
         lambda: (
@@ -166,10 +170,16 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
     )
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not list(packed.glob("*/result.json"))  # killed before any member ended
+    wait_for(lambda: len(list(packed.glob("*/result.json"))) == 2, "the packs' records")
+    results = [read_json(p) for p in packed.glob("*/result.json")]
+    assert [r["status"] for r in results] == ["interrupted"] * 2, results
+    one = [a if a != "lr=1e-3,3e-3" else "lr=1e-3" for a in args]
+    out = train_py(*one, f"hydra.sweep.dir={packed}")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("resuming from ") == 1
     out = train_py(*packed_args)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("resuming from ") == 2
+    assert out.stdout.count("resuming from ") == 1 and "already max_epochs" in out.stdout
     assert_same_runs(alone, packed, resumed=True)
 
 

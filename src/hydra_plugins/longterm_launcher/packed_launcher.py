@@ -13,10 +13,12 @@ packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
   lines that are no member's to every member's). Then the pack trains.
 """
 
+import ctypes
 import logging
 import math
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ from longterm.faults import FAILED_JOBS
 log = logging.getLogger(__name__)
 
 MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")  # longterm.pack.MEMBER_KEYS
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def key_of(override: str) -> str:
@@ -200,7 +203,7 @@ def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
         while waiting and len(running) < jobs:
             i, (call, args) = waiting.pop(0)
             reader, writer = fork.Pipe(duplex=False)
-            child = fork.Process(target=send_result, args=(writer, call, args), daemon=False)
+            child = fork.Process(target=send_result, args=(writer, call, args, os.getpid()))
             child.start()
             writer.close()
             running[reader] = (i, child)
@@ -220,8 +223,14 @@ def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
     return results
 
 
-def send_result(writer: Any, call: Callable, args: tuple) -> None:
-    """Run `call` in a forked child and send back (True, its result) or (False, its exception)."""
+def send_result(writer: Any, call: Callable, args: tuple, parent: int) -> None:
+    """Run `call` in a forked child and send back (True, its result) or (False, its exception).
+    The child is sent SIGTERM if the launcher dies (Linux), as a run is when its own process is:
+    each member still training is recorded as interrupted, and the same command resumes it."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the launcher died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
     try:
         answer = (True, call(*args))
     except BaseException as e:  # an interrupted pack's SystemExit too: the parent raises it
