@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every sweep behind docs/results.md, one after another, each with its jobs side by side
-# (launcher=parallel, and lr_race's default): on 2 cores two jobs of one thread each train more
-# updates per hour than one job of two threads (docs/performance_sweeps.md).
+# Every sweep behind docs/results.md, one after another, each with the runs of a cell packed and
+# packs side by side (launcher=packed, and lr_race's default; other models one by one, side by
+# side): on 2 cores two processes of one thread each train more updates per hour than one of two
+# threads, and a pack more than its runs one by one (docs/performance_sweeps.md).
 #   1. Table 1 at T0 = 5000 and 10000 (mean pooling first, then attention);
 #   2. the variable-length experiment to the paper's 100 epochs at 3e-3;
 #   3. Table 1 at T0 <= 1000 and the masking comparison (`make collect` needs them);
@@ -20,7 +21,7 @@ PY=${PY:-.venv/bin/python}
 race() { $PY -m longterm.experiments.lr_race "$@"; }
 long() { race --sweep-dir outputs/table1_long --seeds 1 "$@"; }
 sweep() {
-    $PY src/train.py -m launcher=parallel trainer.enable_progress_bar=false "$@"
+    $PY src/train.py -m launcher=packed trainer.enable_progress_bar=false "$@"
 }
 
 all() {

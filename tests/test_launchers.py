@@ -32,7 +32,7 @@ def test_a_job_gets_its_budget_in_place_of_the_command_lines():
 
 def test_the_race_runs_its_stages_side_by_side():
     args = lr_race.parse(["--sweep-dir", "x", "--T0", "50"])
-    assert args.launcher == "parallel"
+    assert args.launcher == "packed"
     with pytest.raises(SystemExit):
         lr_race.parse(["--sweep-dir", "x", "--T0", "50", "--", "launcher=local"])
 

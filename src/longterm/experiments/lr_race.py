@@ -13,9 +13,10 @@ limit too, so "accuracy after the limit" is over the whole grid as well.
 
 All jobs go through `src/train.py` into one sweep directory, named from their settings as in any
 multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
-off). Each stage's jobs run side by side (`--launcher parallel`, the default: at most one job per
-CPU); `--launcher packed` trains each cell's jobs as one pack (a rival's epoch cap acts inside
-it), `--launcher local` runs them one after another, `--launcher slurm` sends them to a cluster.
+off). Each stage's jobs of one cell train as one pack (`--launcher packed`, the default: a rival's
+epoch cap acts inside it), packs side by side, at most one per CPU; `--launcher parallel` runs
+the jobs side by side one by one, `--launcher local` one after another, `--launcher slurm` sends
+them to a cluster.
 Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
 `python -m longterm.analysis.collect` reads them.
 """
@@ -138,8 +139,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-epochs", type=int, help="the epoch limit (default: the config's, 100)")
     p.add_argument(
         "--launcher",
-        default="parallel",
-        help="how each stage's jobs run: parallel (side by side, the default), local, slurm, ...",
+        default="packed",
+        help="how each stage's jobs run: packed (a pack per cell, the default), parallel, local, "
+        "slurm, ...",
     )
     p.add_argument("overrides", nargs="*", help="more src/train.py overrides, after --")
     args = p.parse_args(argv)
