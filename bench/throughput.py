@@ -50,12 +50,12 @@ import torch
 from hydra import compose, initialize_config_dir
 from report import Bench, document
 from torch.nn import functional as F
-from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from longterm.batches import FixedLengthBatches, batch_rng
 from longterm.models.ops import meta_batch, update_ops
 from longterm.named import generator_of
+from longterm.pack import pack_update_ops
 from longterm.records import git_commit, machine
 from longterm.run import build_model
 from longterm.tasks import default_width
@@ -117,34 +117,26 @@ def ops_per_update(case: str, T0: int) -> int | None:
     return update_ops(build_model(cfg), batch)
 
 
-def pack_ops(case: str, T0: int, members: int) -> int:
-    """aten ops of one update of a pack of `members` members of the case (launcher=packed:
-    longterm.pack's module and optimizer, one seed's batch) on the meta device."""
-    from longterm.pack import PackModule, PackOptimizer
-
+def pack_ops(case: str, T0: int, members: int, vectorise: bool) -> int:
+    """aten ops of one update of a pack of `members` members of the case (launcher=packed,
+    longterm.pack), one after another or stacked (`vectorise`), on the meta device."""
     cfg = config(CASES[case][0], T0)
-    x, y, mask = meta_batch(B, default_width(T0), cfg.task.n_features)
-    pack = PackModule([build_model(cfg) for _ in range(members)], [0] * members).to("meta")
-    optimizer = PackOptimizer([m.configure_optimizers() for m in pack.members], pack)
-
-    def update() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        optimizer.step(lambda: pack.training_step(((x, y, mask),), 0).backward())
-
-    update()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        update()
-    return sum(event.name.startswith("aten::") for event in prof.events())
+    batch = meta_batch(B, default_width(T0), cfg.task.n_features)
+    return pack_update_ops([build_model(cfg) for _ in range(members)], batch, vectorise)
 
 
 def print_pack_ops(args: argparse.Namespace) -> None:
-    """A table of the aten ops per packed update for each number of members (no timing)."""
-    print("| case | T0 | " + " | ".join(f"{m} members" for m in args.pack_members) + " |")
-    print("|---|---|" + "---|" * len(args.pack_members))
+    """A table of the aten ops per packed update for each number of members, the members one
+    after another (the CPU's exact path) and stacked (an accelerator's), no timing."""
+    sizes = " | ".join(f"{m} members" for m in args.pack_members)
+    print(f"| case | T0 | members | {sizes} |")
+    print("|---|---|---|" + "---|" * len(args.pack_members))
     for case in [c for c in args.cases if c in META_OPS]:
         for T0 in args.T0:
-            counts = [pack_ops(case, T0, m) for m in args.pack_members]
-            print(f"| {case} | {T0} | " + " | ".join(f"{n:,}" for n in counts) + " |", flush=True)
+            for vectorise, how in ((False, "one after another"), (True, "stacked")):
+                counts = [pack_ops(case, T0, m, vectorise) for m in args.pack_members]
+                cells = " | ".join(f"{n:,}" for n in counts)
+                print(f"| {case} | {T0} | {how} | {cells} |", flush=True)
 
 
 def memory_kb(field: str) -> int:

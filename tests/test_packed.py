@@ -8,10 +8,14 @@ import signal
 
 import pytest
 import torch
-from conftest import QUICK, metrics, quick, read_json, start, train_py, wait_for
+from conftest import QUICK, composed, metrics, quick, read_json, start, train_py, wait_for
 
 from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
 from longterm.analysis.events import scalars
+from longterm.models.ops import meta_batch, update_ops
+from longterm.pack import pack_update_ops
+from longterm.run import build_model
+from longterm.tasks import default_width
 
 
 def test_jobs_that_differ_in_lr_seed_and_epoch_limit_share_a_pack():
@@ -57,6 +61,27 @@ def assert_same_runs(alone, packed, resumed=False):
             same_checkpoint(a / "checkpoints" / ckpt, p / "checkpoints" / ckpt, loops)
         configs = [{**read_json(x / "result.json")["config"], "launcher": None} for x in (a, p)]
         assert same(*configs, str(alone), str(packed))
+
+
+def assert_close_runs(alone, stacked):
+    """The stacked path (longterm.stacked) against the runs alone: the same statuses, epochs and
+    updates, accuracies within 0.01 and weights within 1e-3 (vmap's matrix products and the
+    reference model's ops round otherwise than the fused kernels)."""
+    for name in [p.name for p in job_dirs(alone)]:
+        a, s = metrics(alone / name), metrics(stacked / name)
+        assert [a[k] for k in ("status", "epochs", "updates")] == [
+            s[k] for k in ("status", "epochs", "updates")
+        ], name
+        for x, y in zip(a["val_acc_history"], s["val_acc_history"], strict=True):
+            assert abs(x - y) <= 0.01, name
+        if a["status"] == "diverged":
+            continue
+        weights = [
+            torch.load(d / name / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+            for d in (alone, stacked)
+        ]
+        for k, v in weights[0].items():
+            assert torch.allclose(v, weights[1][k], atol=1e-3), (name, k)
 
 
 def same_scalars(a: dict, p: dict) -> None:
@@ -135,6 +160,11 @@ def test_packed_members_are_their_runs_alone(tmp_path):
         assert "Traceback" not in out.stderr
         assert_same_runs(alone, packed)
         assert "4 jobs: " in out.stdout and "4 jobs in " in out.stdout
+    stacked = tmp_path / "attention-stacked"
+    vectorised = ("launcher=packed", "launcher.jobs=1", "launcher.vectorise=true")
+    out = train_py("-m", *vectorised, *cases[0][1], f"hydra.sweep.dir={stacked}")
+    assert out.returncode == 0, out.stderr
+    assert_close_runs(tmp_path / "attention-local", stacked)
     statuses = [
         read_json(p / "result.json")["status"] for p in job_dirs(tmp_path / "attention-packed")
     ]
@@ -181,6 +211,21 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("resuming from ") == 1 and "already max_epochs" in out.stdout
     assert_same_runs(alone, packed, resumed=True)
+
+
+def test_a_stacked_update_issues_the_same_ops_for_any_number_of_members():
+    """On the meta device, as on an accelerator: the members one after another issue a run's ops
+    per member; stacked (longterm.stacked), one update of 1, 4 or 16 members issues the same."""
+    cfg = composed("T0=100")
+    batch = meta_batch(cfg.data.batch_size, default_width(100), cfg.task.n_features)
+    alone = update_ops(build_model(cfg), batch)
+    counts = {
+        (m, v): pack_update_ops([build_model(cfg) for _ in range(m)], batch, v)
+        for m in (1, 4, 16)
+        for v in (False, True)
+    }
+    assert counts[1, False] == alone and counts[4, False] > 3 * alone
+    assert counts[1, True] == counts[4, True] == counts[16, True]
 
 
 def test_other_models_run_alone_beside_the_packs(tmp_path):

@@ -19,6 +19,9 @@ losses (whose gradient reaches each member multiplied by exactly 1), and each me
 its own parameters. A member's parameters, val_acc_history, epochs and status are bit for bit
 those of the run alone (tests/test_packed.py).
 
+On an accelerator (`launcher.vectorise=auto`, fixed-length data) the members are stacked instead
+(longterm.stacked): one update of every member is a fixed number of ops, and not equal to the bit.
+
 A member stops on its own while the others go on:
 - solved, or at its own `trainer.max_epochs` (lr_race's cap): at the end of the epoch, as alone;
 - diverged in mid-epoch: it trains no more and, as alone, is validated at once (its own pass over
@@ -43,7 +46,7 @@ from typing import Any
 
 import pytorch_lightning as L
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.loggers import Logger
 from pytorch_lightning.trainer import call
 from pytorch_lightning.trainer.states import TrainerFn
@@ -51,9 +54,11 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 
 from longterm.callbacks import DeferSignal
+from longterm.choices import AUTO
 from longterm.config import ConfigError, validate
 from longterm.data import KeyedBatches, TaskDataModule, keyed_loader
 from longterm.faults import RunError, explain
+from longterm.models.ops import counted_ops
 from longterm.module import MemoryTaskModule
 from longterm.run import (
     already_finished,
@@ -74,6 +79,7 @@ from longterm.run import (
     take_budget,
 )
 from longterm.rundir import checkpoint_step, claim
+from longterm.stacked import StackedMembers, own_tensors
 
 log = logging.getLogger(__name__)
 
@@ -128,17 +134,53 @@ class PackModule(L.LightningModule):
     """The members' modules side by side; `active` lists the members that train now, and
     member i reads the batches of seed stream `streams[i]`. Logs member i's validation metrics
     as `<i>/<name>` (PackLogger hands them to the member's own logger); its training loss is
-    logged by MemberHooks (one `self.log` per member and step would cost more than the step)."""
+    logged by MemberHooks (one `self.log` per member and step would cost more than the step).
 
-    def __init__(self, members: list[MemoryTaskModule], streams: list[int]):
+    `vectorise`: `auto` stacks the members (longterm.stacked) on an accelerator, `True` on any
+    device, `False` never; only where every seed's batches have one shape (`same_shapes`: fixed
+    lengths). Elsewhere the members run one after another, each as its run alone (exact)."""
+
+    def __init__(
+        self,
+        members: list[MemoryTaskModule],
+        streams: list[int],
+        vectorise: bool | str = "auto",
+        same_shapes: bool = False,
+    ):
         super().__init__()
         self.members = nn.ModuleList(members)
         self.streams = streams
+        self.vectorise, self.same_shapes = vectorise, same_shapes
         self.active: list[int] = list(range(len(members)))
-        self.losses: dict[int, Tensor] = {}  # each training member's loss at the last step
-        self.optimizer: torch.optim.Optimizer | None = None
+        self.losses: Mapping[int, Tensor] = {}  # each training member's loss at the last step
+        self.optimizer: PackOptimizer | None = None
+        self.stacked: StackedMembers | None = None
+
+    def on_train_start(self) -> None:
+        # after Lightning has restored the members' weights and Adam states (a resumed pack)
+        wanted = self.vectorise is True or (self.vectorise == AUTO and self.device.type != "cpu")
+        if wanted and self.same_shapes:
+            assert self.optimizer is not None
+            self.stacked = StackedMembers(list(self.members), self.optimizer.optimizers)
+            for member in self.members:
+                member.stacked_member = True
+            self.stream_index = torch.tensor(self.streams, device=self.device)
+            self.activity_changed()
+
+    def activity_changed(self) -> None:
+        """`active` has changed: the stacked path's masks follow (one copy, not one per update)."""
+        if self.stacked is not None:
+            host = torch.zeros(len(self.members), dtype=torch.bool)
+            host[self.active] = True
+            self.active_host, self.active_mask = host, host.to(self.device)
 
     def training_step(self, batches: tuple, batch_idx: int) -> Tensor | None:
+        if self.stacked is not None:
+            x, y, mask = (torch.stack(t)[self.stream_index] for t in zip(*batches, strict=True))
+            losses = self.stacked.losses(x, y, mask)
+            self.losses = Rows(losses, list(self.active))
+            # d(sum)/d(loss_i) = 1; a member that stopped is left out (its loss may be NaN)
+            return torch.where(self.active_mask, losses, 0).sum() if self.active else None
         self.losses = {}
         for i in self.active:
             batch = batches[self.streams[i]]
@@ -157,6 +199,25 @@ class PackModule(L.LightningModule):
         return self.optimizer
 
 
+class Rows(Mapping):
+    """Member i -> row i of `values` (M,), for the members listed; read only when asked, so the
+    stacked update issues no op per member."""
+
+    def __init__(self, values: Tensor, members: list[int]):
+        self.values, self.members = values, members
+
+    def __getitem__(self, i: int) -> Tensor:
+        if i not in self.members:
+            raise KeyError(i)
+        return self.values[i]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.members)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
 class PackOptimizer(torch.optim.Optimizer):
     """The one optimizer Lightning steps: each member's own (its run's Adam), for the members
     that trained in this step. Its state is the members' states, in member order."""
@@ -171,11 +232,17 @@ class PackOptimizer(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        stacked = self.module.stacked
+        if stacked is not None:
+            stacked.step(self.module.active_mask, self.module.active_host)
+            return loss
         for i in self.module.losses:
             self.optimizers[i].step()
         return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        if self.module.stacked is not None:
+            self.module.stacked.zero_grad()
         for optimizer in self.optimizers:
             optimizer.zero_grad(set_to_none)
 
@@ -185,6 +252,14 @@ class PackOptimizer(torch.optim.Optimizer):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         for optimizer, state in zip(self.optimizers, state_dict["members"], strict=True):
             optimizer.load_state_dict(state)
+
+
+class OwnTensors(L.Callback):
+    """A member's checkpoint written with tensors of their own (longterm.stacked.own_tensors)."""
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: Any, checkpoint: dict) -> None:
+        if getattr(pl_module, "stacked_member", False):
+            own_tensors(checkpoint)
 
 
 class MemberLog(logging.LoggerAdapter):
@@ -356,6 +431,7 @@ class MemberHooks(L.Callback):
             if member.trainer.should_stop or (at_epoch_end and epochs >= member.max_epochs):
                 member.state = ENDING
                 self.module.active.remove(member.index)
+        self.module.activity_changed()
         if not self.module.active:
             trainer.should_stop = True
 
@@ -363,6 +439,7 @@ class MemberHooks(L.Callback):
         """A member that stopped in mid-epoch (diverged): as alone, its training loss of this
         update is logged, it is validated at once, its epoch-end callbacks run, and it ends."""
         self.module.active.remove(member.index)
+        self.module.activity_changed()
         step = trainer.fit_loop.epoch_loop._batches_that_stepped
         metrics = {"train/loss": loss.detach(), **self.validate(member)}
         if member.logger:
@@ -517,7 +594,11 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
         instantiate_named(next(m.cfg for m in members if m.cfg.seed == s).data) for s in seeds
     ]
     data = PackData(streams)
-    module = PackModule([m.module for m in members], [m.stream for m in members])
+    vectorise = OmegaConf.select(first, "launcher.vectorise", default=AUTO)
+    fixed = first.data.name == "fixed"  # every seed's batches of one shape
+    module = PackModule([m.module for m in members], [m.stream for m in members], vectorise, fixed)
+    for member in members:  # a stacked member's tensors are views: saved as their own
+        member.trainer.callbacks.append(OwnTensors())
     module.optimizer = PackOptimizer([m.optimizer for m in members], module)
     hooks = MemberHooks(members, module, data)
     pack_level = [c for c in run_callbacks(first) if isinstance(c, DeferSignal)]
@@ -590,3 +671,18 @@ def record_pack_failure(
     if line is None or not isinstance(error, Exception):
         raise error
     return [m.result if m.state == ENDED else RunError(line) for m in members]
+
+
+def pack_update_ops(members: list[MemoryTaskModule], batch: tuple, vectorise: bool) -> int:
+    """aten ops of one update of a pack of `members` (one seed) on `batch` (x, y, mask), both
+    moved to the meta device first (longterm.models.ops); `vectorise`: the stacked path."""
+    module = PackModule(members, [0] * len(members), vectorise, same_shapes=True).to("meta")
+    module.optimizer = PackOptimizer([m.configure_optimizers() for m in members], module)
+    module.on_train_start()
+    batches = (tuple(t.to("meta") for t in batch),)
+
+    def update() -> None:
+        module.optimizer.zero_grad(set_to_none=True)
+        module.optimizer.step(lambda: module.training_step(batches, 0).backward())
+
+    return counted_ops(update)

@@ -150,6 +150,7 @@ class PackedLauncher(ParallelLauncher):
 
     name: Literal["packed"]
     members: Annotated[Any, count_or_auto(1)]
+    vectorise: bool | Literal["auto"]
 
 
 class SubmititLocalLauncher(Section):

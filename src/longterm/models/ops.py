@@ -9,6 +9,8 @@ torch.profiler records for the second of two updates (the first creates Adam's s
 events included.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
@@ -36,6 +38,12 @@ def update_ops(module: nn.Module, batch: tuple[torch.Tensor, ...]) -> int:
         module.loss(module(x, mask), y).backward()
         optimizer.step()
 
+    return counted_ops(update)
+
+
+def counted_ops(update: Callable[[], None]) -> int:
+    """aten ops of the second of two calls of `update` (the first creates the optimiser's
+    state), nested events included."""
     update()
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         update()
