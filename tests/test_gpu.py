@@ -55,3 +55,22 @@ def test_every_implementation_agrees_with_the_reference(impl, pool, mask_padding
 def test_the_plan_on_cuda_has_no_loop_over_time():
     x = torch.empty(100, 11000, 2, device=DEVICE)
     assert fused.plan("auto", x, 100, True) == ("chunked", 11000)
+
+
+def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
+    """launcher=packed on CUDA stacks the members (longterm.stacked): four runs, a diverging
+    learning rate among them, end as the same runs alone on the CPU do, within the stacked path's
+    bounds (tests/test_packed.py)."""
+    from conftest import QUICK, train_py
+    from test_packed import assert_close_runs
+
+    args = ("-m", "task=addition", "lr=1e-3,1e30", "seed=1,2", *QUICK)
+    alone, packed = tmp_path / "cpu", tmp_path / "packed"
+    out = train_py(*args, "trainer.accelerator=cpu", f"hydra.sweep.dir={alone}")
+    assert out.returncode == 0, out.stderr
+    on_gpu = ("launcher=packed", "launcher.jobs=1", "trainer.accelerator=gpu")
+    out = train_py(*args, *on_gpu, f"hydra.sweep.dir={packed}")
+    assert out.returncode == 0, out.stderr
+    for run in alone.iterdir():  # the same runs, named by the accelerator each was given
+        run.rename(run.with_name(run.name.replace("accelerator=cpu", "accelerator=gpu")))
+    assert_close_runs(alone, packed)
