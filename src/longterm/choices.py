@@ -25,6 +25,8 @@ FUSED_POOLS = ("attention", "mean")
 # A count resolved when the run starts: data.num_workers (data.py: feed_workers) and
 # callbacks.stop_on_divergence.every_n_updates (callbacks.py: StopOnDivergence).
 AUTO = "auto"
+# The keys in which the members of one pack (launcher=packed) may differ.
+PACK_MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")
 
 
 def impl_error(encoder: str, model: str, impl: str, pool: str) -> str | None:

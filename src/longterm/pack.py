@@ -86,8 +86,6 @@ log = logging.getLogger(__name__)
 # The paper's model, whose runs can be packed (model.name, pool.name); others run alone.
 PACKABLE_MODELS = ("feedforward",)
 PACKABLE_POOLS = ("attention", "mean")
-# The keys in which the members of one pack may differ.
-MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")
 RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 
 
@@ -513,8 +511,8 @@ class MemberHooks(L.Callback):
 
 
 def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
-    """Train the runs of `cfgs` (resolved configs that differ only in MEMBER_KEYS, each with its
-    own run_dir) as a pack; return each run's result, or the RunError that stopped it.
+    """Train the runs of `cfgs` (resolved configs that differ only in choices.PACK_MEMBER_KEYS,
+    each with its own run_dir) as a pack; return each run's result, or the RunError that stopped it.
 
     As `run.train` for each: a finished run is returned as it is, an unfinished one resumes from
     its last checkpoint, and one process at a time holds a run directory."""

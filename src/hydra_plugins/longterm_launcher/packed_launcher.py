@@ -37,27 +37,23 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from hydra_plugins.longterm_launcher.parallel_launcher import (
     ParallelLauncher,
     budget,
+    key_of,
     run_one,
     thread_environment,
     usable_cpus,
     with_budget,
 )
-from longterm.choices import AUTO
+from longterm.choices import AUTO, PACK_MEMBER_KEYS
 from longterm.faults import FAILED_JOBS
 
 log = logging.getLogger(__name__)
 
-MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")  # longterm.pack.MEMBER_KEYS
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def key_of(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def group_key(overrides: Sequence[str]) -> tuple[str, ...]:
-    """What the jobs of one pack share: their overrides but those of MEMBER_KEYS."""
-    return tuple(sorted(o for o in overrides if key_of(o) not in MEMBER_KEYS))
+    """What the jobs of one pack share: their overrides but those of PACK_MEMBER_KEYS."""
+    return tuple(sorted(o for o in overrides if key_of(o) not in PACK_MEMBER_KEYS))
 
 
 def seed_of(overrides: Sequence[str]) -> str:
@@ -108,7 +104,7 @@ class MemberFiles(logging.Handler):
         super().close()
 
 
-def member_logs(config: DictConfig, cfgs: list[DictConfig], names: list[str]) -> MemberFiles:
+def member_logs(config: DictConfig, cfgs: list[DictConfig]) -> MemberFiles:
     """Logging for a pack: Hydra's job logging (its console handler), with the file handler
     replaced by one train.log per member."""
     configure_log(config.hydra.job_logging, config.hydra.verbose)
@@ -152,7 +148,7 @@ def run_pack(
             )
         )
     cfgs = [ret.return_value for ret in returns]
-    handler = member_logs(sweep_config, cfgs, [c.run_dir for c in cfgs])
+    handler = member_logs(sweep_config, cfgs)
     from longterm.faults import RunError
     from longterm.pack import train_pack  # torch and Lightning load in the process that trains
 

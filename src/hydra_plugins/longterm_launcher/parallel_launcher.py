@@ -56,9 +56,14 @@ def budget(jobs: int | str, threads: int | str, n_jobs: int, cpus: int) -> tuple
     return at_once, max(1, cpus // at_once) if threads == AUTO else int(threads)
 
 
+def key_of(override: str) -> str:
+    """The key an override sets, without its + or ~."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def with_budget(overrides: Sequence[str], jobs: int, threads: int) -> list[str]:
     """A job's overrides with its budget in place of any the command line gave."""
-    kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in BUDGET_KEYS]
+    kept = [o for o in overrides if key_of(o) not in BUDGET_KEYS]
     return [*kept, f"launcher.jobs={jobs}", f"launcher.threads={threads}"]
 
 
