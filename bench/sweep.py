@@ -71,6 +71,28 @@ def time_sweep(launcher: str, T0: int, args: argparse.Namespace, where: Path) ->
     return {"launcher": launcher, "T0": T0, "wall_s": wall, "runs": runs}
 
 
+IMPORTS = "import pytorch_lightning, longterm.pack, longterm.run"
+
+
+def import_floor(repeats: int = 3) -> float:
+    """Seconds a fresh Python takes to import what every sweep's training imports (torch,
+    Lightning, longterm): the least start-up any launcher pays (median of `repeats`)."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", IMPORTS], cwd=ROOT, check=True)
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def bound(first: dict, floor: float, cpus: int) -> tuple[float, float]:
+    """The runs' own time under the first launcher (the sum of each run's wall_time_s, its fit
+    from start to end), and the most any launcher could gain on it: the first launcher's wall
+    time over the import floor plus that work split evenly over the CPUs, with no other cost."""
+    work = sum(r["wall_time_s"] for r in first["runs"].values())
+    return work, first["wall_s"] / (floor + work / cpus)
+
+
 def row(record: dict, first: dict) -> str:
     """A table row: the sweep against the same sweep under the first launcher."""
     runs = record["runs"]
@@ -86,7 +108,41 @@ def row(record: dict, first: dict) -> str:
     )
 
 
-def document(records: list[dict], args: argparse.Namespace, seconds: float) -> str:
+def bounds(records: list[dict], args: argparse.Namespace, floor: float) -> list[str]:
+    """The section that says how far a launcher can go on this machine, from this run's numbers."""
+    cpus = machine()["cpus"]
+    first = args.launchers[0]
+    lines = [
+        "",
+        "## What bounds the ratios",
+        "",
+        f"Every sweep starts a Python that imports torch, Lightning and longterm: {floor:.1f} s "
+        f"here (`python -c '{IMPORTS}'`, the median of 3, measured in this run). The runs "
+        f"themselves, each run's fit from start to end (result.json's wall_time_s) under "
+        f"`launcher={first}`, add up to the work below. A launcher that kept each run's work "
+        f"as it is alone could take no less than the import plus that work split evenly over "
+        f"the {cpus} CPUs: the last columns set `launcher={first}`'s wall time over that "
+        "floor (the most such a launcher could gain here) beside what each launcher gained. "
+        "A packed member does its run's work (its results are equal to the bit); the pack "
+        "shares only the data stream and Lightning's loop between its members.",
+        "",
+        f"| T0 | {first} wall s | runs' work s | floor s | at most × {first} | "
+        + " | ".join(f"{launcher} × {first}" for launcher in args.launchers[1:])
+        + " |",
+        "|---|---|---|---|---|" + "---|" * (len(args.launchers) - 1),
+    ]
+    for T0 in args.T0:
+        at = [r for r in records if r["T0"] == T0]
+        work, most = bound(at[0], floor, cpus)
+        ratios = " | ".join(f"{at[0]['wall_s'] / r['wall_s']:.2f}×" for r in at[1:])
+        lines.append(
+            f"| {T0} | {at[0]['wall_s']:.1f} | {work:.1f} | {floor + work / cpus:.1f} | "
+            f"{most:.2f}× | {ratios} |"
+        )
+    return lines
+
+
+def document(records: list[dict], args: argparse.Namespace, seconds: float, floor: float) -> str:
     """The page: the command, where and when, and a row per sweep."""
     launchers = args.launchers
     lines = [
@@ -116,6 +172,7 @@ def document(records: list[dict], args: argparse.Namespace, seconds: float) -> s
     for T0 in args.T0:
         at = [r for r in records if r["T0"] == T0]
         lines += [row(r, at[0]) for r in at]
+    lines += bounds(records, args, floor)
     return "\n".join(lines) + "\n"
 
 
@@ -132,6 +189,7 @@ def parse() -> argparse.Namespace:
 def main() -> None:
     args = parse()
     started = time.perf_counter()
+    floor = import_floor()
     records = []
     with tempfile.TemporaryDirectory(prefix="sweeps-") as where:
         for T0 in args.T0:
@@ -139,7 +197,7 @@ def main() -> None:
                 record = time_sweep(launcher, T0, args, Path(where))
                 print(f"T0={T0} launcher={launcher}: {record['wall_s']:.1f} s", flush=True)
                 records.append(record)
-    text = document(records, args, time.perf_counter() - started)
+    text = document(records, args, time.perf_counter() - started, floor)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)

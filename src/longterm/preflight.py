@@ -21,18 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hydra import compose
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
-from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm import naming  # noqa: F401  registers the resolvers that name run directories
+from longterm.compositions import Compositions
 from longterm.config import ConfigError, validate
 from longterm.schema import TrainerSection
 
@@ -282,39 +281,14 @@ def job_config(
     return cfg
 
 
-class Compositions:
-    """Every job's config of a sweep, composed as Hydra composes it, with a composition (about
-    half a second) per set of config-group choices, not per job: Hydra composes a config in two
-    steps, the defaults list from the overrides that choose a config group's option, then the
-    other overrides applied as values to the result (ConfigLoaderImpl._apply_overrides_to_config,
-    its own function, applied here too). Jobs that differ only in values (lr, seed, T0) share the
-    first step."""
-
-    def __init__(self, config_name: str) -> None:
-        self.config_name = config_name
-        self.parser = OverridesParser.create()
-        self.loader = GlobalHydra.instance().config_loader()
-        self.by_groups: dict[tuple[str, ...], DictConfig] = {}
-        self.groups: dict[str, bool] = {}
-
-    def is_group(self, override: Override) -> bool:
-        key = override.key_or_group
-        if key not in self.groups:
-            self.groups[key] = bool(self.loader.get_group_options(key))
-        return self.groups[key]
-
-    def __call__(self, overrides: list[str]) -> DictConfig:
-        """The job's config, with Hydra's section (its `hydra` node is that of the groups)."""
-        parsed = self.parser.parse_overrides(overrides)
-        groups = tuple(o.input_line for o in parsed if self.is_group(o))
-        if groups not in self.by_groups:
-            self.by_groups[groups] = compose(
-                self.config_name, overrides=list(groups), return_hydra_config=True
-            )
-        cfg = self.by_groups[groups].copy()
-        values = [o for o in parsed if not self.is_group(o)]
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-        return cfg
+def compositions(config_name: str) -> Compositions:
+    """Every job's config of a sweep with Hydra's section, as `compose` gives it, with a
+    composition per set of config-group choices, not per job (longterm.compositions)."""
+    loader = GlobalHydra.instance().config_loader()
+    return Compositions(
+        lambda overrides: compose(config_name, overrides=overrides, return_hydra_config=True),
+        lambda key: bool(loader.get_group_options(key)),
+    )
 
 
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
@@ -334,7 +308,7 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             params = OmegaConf.select(cfg, "hydra.sweeper.params")
             multirun = line.multirun or params is not None
             check_output_dir(cfg, multirun)  # before composing every job of a large grid
-            composing_jobs = Compositions(config_name)
+            composing_jobs = compositions(config_name)
             jobs = [
                 job_config(config_name, j, cfg if j == first else composing_jobs(j))
                 for j in job_overrides(overrides, params)

@@ -1,2 +1,2 @@
-"""longterm's Hydra launcher plugins: `launcher=parallel` (parallel_launcher.py) and
-`launcher=packed` (packed_launcher.py)."""
+"""longterm's Hydra plugins: `launcher=parallel` (parallel_launcher.py), `launcher=packed`
+(packed_launcher.py), and the sweeper every multirun uses (sweeper.py)."""
