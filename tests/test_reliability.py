@@ -222,6 +222,31 @@ def test_a_reader_never_sees_half_a_result(tmp_path):
     assert (tmp_path / "result.json").stat().st_mode & 0o777 == 0o644  # a collector can read it
 
 
+def append_many(path: Path, who: int, n: int) -> None:
+    from longterm.records import append_record
+
+    for i in range(n):
+        append_record(path, {"who": who, "i": i})
+
+
+def test_commands_appending_to_one_sweep_record_at_once_lose_nothing(tmp_path):
+    """Two processes (two streams of a race in one sweep directory) append to sweep.json at
+    once: every entry of each is kept, in its own order."""
+    import multiprocessing
+
+    path = tmp_path / "sweep.json"
+    context = multiprocessing.get_context("fork")
+    writers = [context.Process(target=append_many, args=(path, who, 200)) for who in (0, 1)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    entries = read_json(path)
+    for who in (0, 1):
+        assert [e["i"] for e in entries if e["who"] == who] == list(range(200))
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
+
+
 def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted):
     """SIGUSR2 is what SLURM sends a submitit job before preemption or its time limit; the local
     executor handles it the same way: checkpoint the job, exit, start it again."""

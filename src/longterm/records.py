@@ -5,6 +5,7 @@ The collector reads these files, never the logs. A file is written to a temporar
 same directory and renamed, so a reader never sees half a file.
 """
 
+import fcntl
 import json
 import os
 import platform
@@ -25,9 +26,16 @@ COMMANDS_RECORD = "commands.json"
 
 
 def append_record(path: Path, entry: dict[str, Any]) -> None:
-    """Append `entry` to the JSON list at `path` (made if missing)."""
-    entries = json.loads(path.read_text()) if path.exists() else []
-    path.write_text(json.dumps([*entries, entry], indent=2) + "\n")
+    """Append `entry` to the JSON list at `path` (made if missing). Commands that run in one
+    sweep directory at once take turns (an exclusive lock on the file), so none is lost."""
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+        f.seek(0)
+        text = f.read()
+        entries = json.loads(text) if text.strip() else []
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps([*entries, entry], indent=2) + "\n")
 
 
 def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:
