@@ -78,10 +78,16 @@ def test_the_choices_module_imports_nothing():
 
 
 def test_only_run_preflight_and_the_multirun_callbacks_know_hydra():
-    """The command line (preflight), a run (run) and the callbacks Hydra calls around a multirun
-    (multirun): nothing else of the core depends on Hydra."""
+    """The command line (preflight, and the compositions it shares with the sweeper), a run
+    (run) and the callbacks Hydra calls around a multirun (multirun): nothing else of the core
+    depends on Hydra."""
     knowing = sorted(m for m, names in CORE.items() if any(n.startswith("hydra") for n in names))
-    assert knowing == ["longterm.multirun", "longterm.preflight", "longterm.run"]
+    assert knowing == [
+        "longterm.compositions",
+        "longterm.multirun",
+        "longterm.preflight",
+        "longterm.run",
+    ]
 
 
 def test_the_analysis_loads_lightning_only_to_evaluate_a_checkpoint():
