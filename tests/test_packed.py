@@ -4,6 +4,7 @@ under launcher=local: the same result.json numbers, TensorBoard scalars, checkpo
 Adam's state, the callbacks' states) and configs, on the CPU to the bit."""
 
 import math
+import os
 import signal
 
 import pytest
@@ -210,6 +211,44 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
     out = train_py(*packed_args)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("resuming from ") == 1 and "already max_epochs" in out.stdout
+    assert_same_runs(alone, packed, resumed=True)
+
+
+def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path):
+    """launcher=submitit_local launcher.members=auto (as launcher=slurm on a cluster): the cell's
+    two runs in one job. SIGUSR2 (what SLURM sends before a time limit or a preemption) after
+    the members' first checkpoints: submitit requeues the job, each member resumes from its own
+    last.ckpt and ends as the run alone does; submitit leaves no folder named after its pattern."""
+    args = (
+        "-m",
+        "task=addition",
+        "lr=1e-3,3e-3",
+        "seed=1",
+        *quick("data.batches_per_epoch=50", "trainer.max_epochs=6"),
+    )
+    alone, packed = tmp_path / "local", tmp_path / "packed"
+    out = train_py(*args, f"hydra.sweep.dir={alone}")
+    assert out.returncode == 0, out.stderr
+    jobs = ("launcher=submitit_local", "launcher.members=auto")
+    process = start(*args, *jobs, f"hydra.sweep.dir={packed}")
+    try:
+        wait_for(
+            lambda: (
+                len(list(packed.glob("*/checkpoints/last.ckpt"))) == 2 or process.poll() is not None
+            ),
+            "checkpoints",
+        )
+        locks = {p.read_text().split()[1] for p in packed.glob("*/.lock")}
+        assert len(locks) == 1  # the members' one process
+        os.kill(int(locks.pop()), signal.SIGUSR2)
+        assert process.wait(timeout=300) == 0, process.stderr.read()
+    finally:
+        process.kill()
+    (folder,) = (packed / ".submitit").iterdir()  # one job for the two runs
+    log = next(folder.glob("*_log.out")).read_text()
+    assert "Requeued job" in log and log.count("resuming from ") == 2
+    results = [read_json(p) for p in packed.glob("*/result.json")]
+    assert all(r["resumed_at_update"] for r in results)
     assert_same_runs(alone, packed, resumed=True)
 
 

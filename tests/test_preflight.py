@@ -156,7 +156,7 @@ def test_slurm_launcher_takes_its_settings_from_the_command_line():
     check(["-m", *overrides], CONF)
     launcher = composed(*overrides, with_hydra=True).hydra.launcher
     assert (
-        launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+        launcher._target_ == "hydra_plugins.longterm_launcher.submitit_packed.PackedSlurmLauncher"
     )
     assert (launcher.partition, launcher.gpus_per_node, launcher.cpus_per_task) == ("gpu", 1, 4)
     assert launcher.timeout_min == 240

@@ -206,6 +206,52 @@ def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, t
 
 
 @pytest.mark.slurm
+def test_a_pack_job_is_requeued_and_its_members_resume_to_the_same_results(cluster, tmp_path):
+    """launcher.members=auto: the sweep's two runs (seeds 1 and 2, one cell) train as the members
+    of one SLURM job. Once both have written their first checkpoint, submitit's SIGUSR2 (as
+    before a time limit) requeues the job; each member resumes from its own checkpoint and ends
+    equal, bit for bit, to a run never stopped."""
+    sweep_dir = tmp_path / "sweep"
+    log = (tmp_path / "sweep.log").open("w")
+    seeds = f"seed={','.join(map(str, SEEDS))}"
+    command = [sys.executable, str(ROOT / "src" / "train.py"), "-m", *SLURM, seeds, *RUN]
+    sweep = subprocess.Popen(
+        [*command, "launcher.members=auto", f"hydra.sweep.dir={sweep_dir}"],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **cluster.env},
+    )
+    try:
+        wait_for(lambda: checkpointed(sweep_dir) == SEEDS, "both members' first checkpoints")
+        (job,) = cluster.run("squeue", "-h", "-o", "%i").split()  # one job for the two runs
+        cluster.run("scancel", "--signal=USR2", job)
+        print(f"[slurm] pack job {job} past epoch 1: scancel --signal=USR2")
+        assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
+    finally:
+        if sweep.poll() is None:
+            sweep.send_signal(signal.SIGINT)
+            sweep.wait(timeout=60)
+        log.close()
+    out = (sweep_dir / ".submitit" / job / f"{job}_0_log.out").read_text()
+    assert "Caught signal SIGUSR2 on" in out and f"Requeued job {job}" in out
+    assert out.count("resuming from ") == len(SEEDS)
+    run_dirs = {read_json(p)["seed"]: p.parent for p in sweep_dir.glob("*/result.json")}
+    assert sorted(run_dirs) == SEEDS
+    for seed in SEEDS:
+        result = read_json(run_dirs[seed] / "result.json")
+        assert 100 <= result["resumed_at_update"] < result["updates"]
+        reference = tmp_path / f"uninterrupted_s{seed}"
+        done = train_py(*RUN, f"seed={seed}", f"hydra.run.dir={reference}")
+        assert done.returncode == 0, done.stderr
+        assert metrics(run_dirs[seed]) == metrics(reference)
+        print(
+            f"[slurm] member seed={seed}: resumed at update {result['resumed_at_update']}, "
+            "metrics equal to those of an uninterrupted run, bit for bit"
+        )
+
+
+@pytest.mark.slurm
 def test_a_time_limit_too_short_for_the_signal_is_refused_before_any_job(cluster, tmp_path):
     before = cluster.run("sacct", "-X", "-n", "-P", "-o", "JobID", "-S", "now-1hours")
     out = train_py(

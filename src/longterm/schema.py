@@ -154,11 +154,15 @@ class PackedLauncher(ParallelLauncher):
 
 
 class SubmititLocalLauncher(Section):
+    """Jobs through submitit (conf/launcher/submitit_local.yaml, slurm.yaml); `members`: runs
+    per job, packed above 1 (hydra_plugins/longterm_launcher/submitit_packed.py)."""
+
     name: Literal["submitit_local"]
     time_min: int = Field(ge=1)
     gpus: int = Field(ge=0)
     cpus: int = Field(ge=1)
     mem_gb: float = Field(gt=0)
+    members: Annotated[Any, count_or_auto(1)]
 
 
 # SLURM sends a job's --signal up to this many seconds earlier than asked (sbatch(1), --signal).

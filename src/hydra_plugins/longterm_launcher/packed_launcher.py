@@ -179,6 +179,42 @@ def is_packable(hydra_context: HydraContext, config: DictConfig, overrides: Sequ
     return packable(cfg)
 
 
+def plan_packs(
+    job_overrides: Sequence[Sequence[str]],
+    hydra_context: HydraContext,
+    config: DictConfig,
+    members: int | str,
+    at_once: int | None,
+) -> tuple[list[list[int]], list[list[int]], int]:
+    """The jobs (their indices) cut into packs, the groups that run job by job (not the paper's
+    network), and the most members of a pack (pack_size, `at_once` processes to fill; None: no
+    bound, as on a cluster, where `auto` makes a pack of each group). Says in one line how many
+    jobs run alone."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, overrides in enumerate(job_overrides):
+        groups.setdefault(group_key(overrides), []).append(i)
+    packed, alone = [], []
+    for indices in groups.values():
+        first = job_overrides[indices[0]]
+        (packed if is_packable(hydra_context, config, first) else alone).append(indices)
+    if alone:
+        n = sum(map(len, alone))
+        log.info(f"{n} jobs are not of the paper's network and run one by one")
+    singles = sum(map(len, alone))
+    if not packed:
+        size = 1
+    elif at_once is None and members == AUTO:
+        size = max(map(len, packed))
+    else:
+        size = pack_size(members, packed, at_once or 1, singles)
+    packs = [
+        pack
+        for indices in packed
+        for pack in cut(sorted(indices, key=lambda i: (seed_of(job_overrides[i]), i)), size)
+    ]
+    return packs, alone, size
+
+
 def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
     """Each call's result, at most `jobs` at a time, each started as soon as a process is free:
     in this process when one at a time; else each in a process forked from this one once it has
@@ -247,29 +283,11 @@ class PackedLauncher(ParallelLauncher):
     ) -> list[JobReturn]:
         sweep_dir = self.start_sweep()
         assert self.config is not None and self.hydra_context is not None
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for i, overrides in enumerate(job_overrides):
-            groups.setdefault(group_key(overrides), []).append(i)
-        packed, alone = [], []
-        for indices in groups.values():
-            first = job_overrides[indices[0]]
-            (packed if is_packable(self.hydra_context, self.config, first) else alone).append(
-                indices
-            )
-        if alone:
-            n = sum(map(len, alone))
-            log.info(
-                f"{n} jobs are not of the paper's network and run one by one (launcher=parallel)"
-            )
         cpus = usable_cpus()
         at_once = cpus if self.jobs == AUTO else int(self.jobs)
-        singles = sum(map(len, alone))
-        size = pack_size(self.members, packed, at_once, singles) if packed else 1
-        packs = [
-            pack
-            for indices in packed
-            for pack in cut(sorted(indices, key=lambda i: (seed_of(job_overrides[i]), i)), size)
-        ]
+        packs, alone, size = plan_packs(
+            job_overrides, self.hydra_context, self.config, self.members, at_once
+        )
         units = len(packs) + sum(map(len, alone))
         jobs, threads = budget(self.jobs, self.threads, units, cpus)
         log.info(
