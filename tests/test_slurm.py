@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,25 @@ def checkpointed(sweep_dir: Path) -> list[int]:
     return sorted(seed for seed in SEEDS if any(f"-s{seed}," in p.parts[-3] for p in found))
 
 
+@contextmanager
+def submitted(cluster: Cluster, tmp_path: Path, *extra: str) -> Iterator[subprocess.Popen]:
+    """The sweep of SEEDS (RUN each) sent to the cluster by src/train.py -m launcher=slurm, its
+    output in tmp_path/sweep.log; interrupted (SIGINT) if still running at the end."""
+    seeds = f"seed={','.join(map(str, SEEDS))}"
+    command = [sys.executable, str(ROOT / "src" / "train.py"), "-m", *SLURM, seeds, *RUN, *extra]
+    with (tmp_path / "sweep.log").open("w") as log:
+        sweep = subprocess.Popen(
+            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **cluster.env},
+        )  # fmt: skip
+        try:
+            yield sweep
+        finally:
+            if sweep.poll() is None:
+                sweep.send_signal(signal.SIGINT)
+                sweep.wait(timeout=60)
+
+
 @pytest.mark.slurm
 def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, tmp_path):
     """The first job past its first epoch gets submitit's SIGUSR2 (as before a time limit) and
@@ -134,18 +154,8 @@ def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, t
     partition `urgent`, and SLURM requeues it. Both resume from their last checkpoint, the sweep
     succeeds, and each result equals that of a run never stopped, bit for bit."""
     sweep_dir = tmp_path / "sweep"
-    log = (tmp_path / "sweep.log").open("w")
-    seeds = f"seed={','.join(map(str, SEEDS))}"
-    command = [sys.executable, str(ROOT / "src" / "train.py"), "-m", *SLURM, seeds, *RUN]
     began = time.monotonic()
-    sweep = subprocess.Popen(
-        [*command, f"hydra.sweep.dir={sweep_dir}"],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **cluster.env},
-    )
-    try:
+    with submitted(cluster, tmp_path, f"hydra.sweep.dir={sweep_dir}") as sweep:
         wait_for(lambda: checkpointed(sweep_dir), "a first checkpoint")
         array = cluster.run("squeue", "-h", "-o", "%i").split()[0].split("_")[0]
         jobs = {seed: f"{array}_{i}" for i, seed in enumerate(SEEDS)}  # job i runs the i-th seed
@@ -162,11 +172,6 @@ def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, t
         ).strip()  # fmt: skip
         print(f"[slurm] {preempted} past epoch 1: job {urgent} of partition urgent preempts it")
         assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
-    finally:
-        if sweep.poll() is None:
-            sweep.send_signal(signal.SIGINT)
-            sweep.wait(timeout=60)
-        log.close()
     print(f"[slurm] sweep finished in {time.monotonic() - began:.0f} s, exit 0")
 
     folders = {job: sweep_dir / ".submitit" / job for job in jobs.values()}
@@ -212,27 +217,13 @@ def test_a_pack_job_is_requeued_and_its_members_resume_to_the_same_results(clust
     before a time limit) requeues the job; each member resumes from its own checkpoint and ends
     equal, bit for bit, to a run never stopped."""
     sweep_dir = tmp_path / "sweep"
-    log = (tmp_path / "sweep.log").open("w")
-    seeds = f"seed={','.join(map(str, SEEDS))}"
-    command = [sys.executable, str(ROOT / "src" / "train.py"), "-m", *SLURM, seeds, *RUN]
-    sweep = subprocess.Popen(
-        [*command, "launcher.members=auto", f"hydra.sweep.dir={sweep_dir}"],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, **cluster.env},
-    )
-    try:
+    pack = ("launcher.members=auto", f"hydra.sweep.dir={sweep_dir}")
+    with submitted(cluster, tmp_path, *pack) as sweep:
         wait_for(lambda: checkpointed(sweep_dir) == SEEDS, "both members' first checkpoints")
         (job,) = cluster.run("squeue", "-h", "-o", "%i").split()  # one job for the two runs
         cluster.run("scancel", "--signal=USR2", job)
         print(f"[slurm] pack job {job} past epoch 1: scancel --signal=USR2")
         assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
-    finally:
-        if sweep.poll() is None:
-            sweep.send_signal(signal.SIGINT)
-            sweep.wait(timeout=60)
-        log.close()
     out = (sweep_dir / ".submitit" / job / f"{job}_0_log.out").read_text()
     assert "Caught signal SIGUSR2 on" in out and f"Requeued job {job}" in out
     assert out.count("resuming from ") == len(SEEDS)
