@@ -174,29 +174,32 @@ def test_packed_members_are_their_runs_alone(tmp_path):
     assert sorted(epochs) == [1, 1, 2, 2]
 
 
-def cell_alone(tmp_path, epochs: int) -> tuple[tuple[str, ...], object, object]:
-    """A cell's two runs (lr 1e-3 and 3e-3, seed 1; about 0.3 s an epoch) run alone under
-    launcher=local: the multirun's arguments, that sweep's directory, and one for a packed one."""
-    args = (
-        "-m",
-        "task=addition",
-        "lr=1e-3,3e-3",
-        "seed=1",
-        *quick("data.batches_per_epoch=50", f"trainer.max_epochs={epochs}"),
-    )
-    alone, packed = tmp_path / "local", tmp_path / "packed"
-    out = train_py(*args, f"hydra.sweep.dir={alone}")
+# A cell's two runs (lr 1e-3 and 3e-3, seed 1; about 0.3 s an epoch), as a multirun.
+CELL = (
+    "-m",
+    "task=addition",
+    "lr=1e-3,3e-3",
+    "seed=1",
+    *quick("data.batches_per_epoch=50", "trainer.max_epochs=4"),
+)
+
+
+@pytest.fixture(scope="module")
+def cell_alone(tmp_path_factory):
+    """CELL's runs alone under launcher=local: the sweep directory packed runs must equal."""
+    alone = tmp_path_factory.mktemp("cell") / "local"
+    out = train_py(*CELL, f"hydra.sweep.dir={alone}")
     assert out.returncode == 0, out.stderr
-    return args, alone, packed
+    return alone
 
 
-def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
+def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path, cell_alone):
     """A packed sweep (two packs in processes forked from the launcher) whose launcher is killed
     (SIGKILL) after its members' first checkpoints: the packs are sent SIGTERM and record their
     members as interrupted. One member resumed alone (launcher=local, lr=1e-3 only), then the
     packed command again, which leaves that finished run as it is and resumes the other from its
     own last.ckpt: both end as the runs alone do."""
-    args, alone, packed = cell_alone(tmp_path, epochs=4)
+    args, alone, packed = CELL, cell_alone, tmp_path / "packed"
     packs = ("launcher=packed", "launcher.jobs=2", "launcher.members=1")
     packed_args = (*args, *packs, f"hydra.sweep.dir={packed}")
     process = start(*packed_args)
@@ -221,12 +224,12 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path):
     assert_same_runs(alone, packed, resumed=True)
 
 
-def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path):
+def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path, cell_alone):
     """launcher=submitit_local launcher.members=auto (as launcher=slurm on a cluster): the cell's
     two runs in one job. SIGUSR2 (what SLURM sends before a time limit or a preemption) after
     the members' first checkpoints: submitit requeues the job, each member resumes from its own
     last.ckpt and ends as the run alone does; submitit leaves no folder named after its pattern."""
-    args, alone, packed = cell_alone(tmp_path, epochs=6)
+    args, alone, packed = CELL, cell_alone, tmp_path / "packed"
     jobs = ("launcher=submitit_local", "launcher.members=auto")
     process = start(*args, *jobs, f"hydra.sweep.dir={packed}")
     try:
