@@ -130,6 +130,32 @@ def test_rivals_may_run_as_long_as_the_leader_needed():
         lr_race.leader_caps([results[0], results[0]], leader=3e-3, limit=100)
 
 
+def test_a_race_led_by_an_earlier_races_rival_is_refused_before_any_job(tmp_path, capsys):
+    """Seed 1's cell ran under a race led by 3e-3, with 1e-2 a rival capped at 16 epochs. A race
+    led by 1e-2 over that seed would train 1e-2 again beside it: refused on one line, nothing
+    launched and nothing recorded; led by 3e-3 it is the same race as before."""
+    cell = {"task": "addition", "pool": "mean", "T0": 5000, "seed": 1, "status": "solved"}
+    runs = {
+        "lr3e-3": {**cell, "lr": 3e-3, "max_epochs": 100, "epoch_solved": 16},
+        "lr1e-2,trainer.max_epochs=16": {**cell, "lr": 1e-2, "max_epochs": 16, "epoch_solved": 13},
+    }
+    for name, result in runs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "result.json").write_text(json.dumps(result))
+    grid = ["--T0", "5000", "--tasks", "addition", "--pools", "mean", "--seeds", "1", "2"]
+    argv = ["--sweep-dir", str(tmp_path), *grid, "--lrs", "1e-2", "3e-3", "3e-4", "1e-3"]
+    assert lr_race.main(argv) == 2
+    line = capsys.readouterr().err
+    assert line == (
+        "error: --lrs 0.01 ...: seed 1 of addition/mean/T0=5000 already ran lr=0.01 as a rival "
+        "capped at 16 epochs by an earlier race (led by lr=0.003); lead that seed with the same "
+        "rate as before (a race per seed set), or give this race its own --sweep-dir\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(runs)  # no job, no sweep.json
+    args = lr_race.parse([*argv[:-5], "--lrs", "3e-3", "1e-2", "3e-4", "1e-3"])
+    assert lr_race.leader_conflict(lr_race.read_results(tmp_path), args, 100) is None
+
+
 def test_a_race_through_the_real_entry_point(tmp_path: Path):
     """A leader that solves at epoch 1 (threshold 0 makes any accuracy count) caps its rivals
     at 1 epoch; all three tie, and the collector names all three."""

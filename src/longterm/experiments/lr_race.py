@@ -64,6 +64,37 @@ def leader_caps(results: Iterable[dict[str, Any]], leader: float, limit: int) ->
     return caps
 
 
+def leader_conflict(
+    results: Iterable[dict[str, Any]], args: argparse.Namespace, limit: int
+) -> str | None:
+    """Why this race would make a second leader run in a cell, or None. A cell run before under
+    another leader holds this race's leader rate as a rival capped below `limit`; leading with it
+    now would train that rate again beside it (which leader_caps then refuses). One line: the
+    cell, the capped run, and the leader that cell had."""
+    leader = args.lrs[0]
+    cells = {
+        (r["task"], r["pool"], r["T0"], r["seed"]): r
+        for r in results
+        if r["lr"] == leader and r["max_epochs"] < limit
+    }
+    for (task, pool, T0, seed), capped in sorted(cells.items()):
+        if task in args.tasks and pool in args.pools and T0 in args.T0 and seed in args.seeds:
+            before = sorted(
+                r["lr"]
+                for r in results
+                if (r["task"], r["pool"], r["T0"], r["seed"]) == (task, pool, T0, seed)
+                and r["max_epochs"] == limit
+            )
+            led = f" (led by lr={csv(before)})" if before else ""
+            return (
+                f"--lrs {leader:g} ...: seed {seed} of {task}/{pool}/T0={T0} already ran "
+                f"lr={leader:g} as a rival capped at {capped['max_epochs']} epochs by an "
+                f"earlier race{led}; lead that seed with the same rate as before (a race per "
+                "seed set), or give this race its own --sweep-dir"
+            )
+    return None
+
+
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
     """Every readable result.json under `sweep_dir` (the collector is the one that warns)."""
     results = []
@@ -73,6 +104,10 @@ def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
         except (OSError, json.JSONDecodeError):
             continue
     return results
+
+
+class RaceError(Exception):
+    """A race that cannot run as given (one line, before any job)."""
 
 
 class Race:
@@ -95,6 +130,9 @@ class Race:
 
     def run(self) -> int:
         a = self.args
+        conflict = leader_conflict(read_results(self.sweep_dir), a, a.max_epochs or a.default_limit)
+        if conflict:
+            raise RaceError(conflict)
         leader, rivals = a.lrs[0], a.lrs[1:]
         limit = ["trainer.max_epochs=" + str(a.max_epochs)] if a.max_epochs else []
         grid = [f"task={csv(a.tasks)}", f"pool={csv(a.pools)}", f"T0={csv(a.T0)}"]
@@ -159,7 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     race = Race(args)
     started = now()
-    failures = race.run()
+    try:
+        failures = race.run()
+    except (RaceError, ValueError) as e:  # leader_caps's ValueError too: one line, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     command = [
         "python",
         "-m",
