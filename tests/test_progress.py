@@ -5,6 +5,7 @@ import pytest
 from conftest import sweep_results
 
 from longterm.analysis.progress import held, main, progress
+from longterm.records import read_result, write_result
 from longterm.rundir import claim
 
 
@@ -21,11 +22,21 @@ def test_finished_runs_show_their_state_epochs_and_accuracy(two_runs):
 
 
 def test_a_run_held_by_a_live_process_is_running_and_released_is_not(two_runs):
+    """A held run whose result is not final (resumed, in training) is running; a held run whose
+    result is final at its limit is finished: the process that holds it (a multirun's, a
+    pack's) goes on with other runs."""
     run_dir = next(p for p in sorted(two_runs.iterdir()) if p.is_dir())
+    final = read_result(run_dir)
     assert not held(run_dir)
-    with claim(run_dir):
-        assert held(run_dir)
-        assert progress([two_runs])["state"].tolist().count("running") == 1
+    try:
+        with claim(run_dir):
+            assert held(run_dir)
+            states = progress([two_runs])["state"].tolist()
+            assert "running" not in states and final["status"] in states
+            write_result(run_dir, {**final, "status": "interrupted"})  # resumed: training again
+            assert progress([two_runs])["state"].tolist().count("running") == 1
+    finally:
+        write_result(run_dir, final)
     assert not held(run_dir)
 
 

@@ -33,8 +33,9 @@ VAL_ACC = "val/acc"  # module.py: logged once per epoch
 def held(run_dir: Path) -> bool:
     """Whether a process holds `run_dir`'s lock now: the lock file's inode among the flock
     locks in /proc/locks (Linux). Read only: taking the lock to test it could refuse a run that
-    starts at that moment. Elsewhere, whether the pid `rundir.claim` wrote there is alive (a
-    multirun's one process outlives its finished jobs, so this may say running of one)."""
+    starts at that moment. Elsewhere, whether the pid `rundir.claim` wrote there is alive. A
+    multirun's or a pack's one process outlives its finished runs: run_progress calls a held run
+    running only while its result is not final at its epoch limit."""
     path = run_dir / LOCK_FILE
     if not path.exists():
         return False
@@ -83,7 +84,9 @@ def run_progress(run_dir: Path) -> dict[str, Any]:
     limit = int(config.trainer.max_epochs)
     result = read_result(run_dir) if (run_dir / RESULT_FILE).exists() else {}
     curve = validation_curve(run_dir)
-    running = held(run_dir)
+    # Finished at its limit: a multirun's or a pack's process may still hold it, training others.
+    done = result.get("status") in FINAL_STATUSES and result.get("max_epochs") == limit
+    running = held(run_dir) and not done
     state = "running" if running else result.get("status", "not finished")
     accs = [acc for _, _, acc in curve]
     pace = seconds_per_epoch(run_dir, curve)
