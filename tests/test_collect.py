@@ -11,6 +11,7 @@ import pytest
 from conftest import FOUR_STEPS, quick, read_json, sweep_results, train_py
 from omegaconf import OmegaConf
 
+from longterm.analysis import provenance
 from longterm.analysis.collect import collect
 from longterm.analysis.evaluate import accuracy_by_batch
 from longterm.analysis.events import curve
@@ -128,6 +129,29 @@ def test_rivals_may_run_as_long_as_the_leader_needed():
     assert caps == {("addition", "mean", 50, 1): 4, ("addition", "mean", 50, 2): 100}
     with pytest.raises(ValueError, match="its own --sweep-dir"):
         lr_race.leader_caps([results[0], results[0]], leader=3e-3, limit=100)
+
+
+def test_a_packs_members_count_once_in_the_time_of_a_sweep():
+    """sweeps.md's time in processes: runs of one process that overlap (a pack's members) count
+    once, runs of one process in turn add up, and a run with no process recorded counts alone."""
+    rows = [  # (process, finished at minute, wall minutes)
+        ("host:1:5", 10, 10), ("host:1:5", 5, 5),  # a pack: both from minute 0
+        ("host:1:5", 20, 5),  # then the same process's next job, minutes 15-20
+        ("host:2:7", 10, 10),  # another process at the same time (another core)
+        (None, 20, 2),
+    ]  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            {
+                "process": p,
+                "finished_at": f"2026-12-02T10:{end:02d}:00+00:00",
+                "wall_time_s": 60.0 * minutes,
+            }
+            for p, end, minutes in rows
+        ]
+    )
+    assert provenance.process_minutes(runs) == pytest.approx(10 + 5 + 10 + 2)
+    assert provenance.process_minutes(runs.drop(columns="process")) == pytest.approx(32)
 
 
 def test_a_race_led_by_an_earlier_races_rival_is_refused_before_any_job(tmp_path, capsys):

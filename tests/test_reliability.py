@@ -47,9 +47,10 @@ def uninterrupted(tmp_path_factory) -> Path:
 
 
 def record(run_dir: Path) -> str:
-    """result.json without what differs between two identical runs: times and directory."""
+    """result.json without what differs between two identical runs: times, process and
+    directory."""
     result = read_json(run_dir / "result.json")
-    for when in ("wall_time_s", "started_at", "finished_at"):
+    for when in ("wall_time_s", "started_at", "finished_at", "process"):
         del result[when]
     return json.dumps(result).replace(str(run_dir), "<run_dir>")
 

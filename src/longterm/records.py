@@ -93,6 +93,18 @@ def machine() -> dict[str, Any]:
     }
 
 
+def process() -> str:
+    """The process that trains a run, as "host:pid:start" (start: its start time in clock ticks
+    since boot, from /proc, so a reused pid names another process): the runs of one process
+    (a multirun's jobs in turn, a pack's members at once) share it (analysis/provenance.py)."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        start = stat.rsplit(")", 1)[1].split()[19]  # field 22, after the command in parentheses
+    except (OSError, IndexError):
+        start = ""
+    return f"{platform.node()}:{os.getpid()}:{start}"
+
+
 def now() -> str:
     """The time in UTC, ISO 8601 to the second (a sweep's span is read from these)."""
     return datetime.now(UTC).isoformat(timespec="seconds")

@@ -32,6 +32,7 @@ from longterm.records import (
     git_commit,
     machine,
     now,
+    process,
     write_result,
 )
 from longterm.rundir import (
@@ -369,6 +370,7 @@ def open_record(
         "n_params": sum(p.numel() for p in module.parameters()),
         "git_commit": git_commit(),
         "machine": machine(),
+        "process": process(),
         "run_dir": str(run_dir),
         "config": OmegaConf.to_container(cfg, resolve=True),
         "started_at": now(),

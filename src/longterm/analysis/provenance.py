@@ -5,6 +5,7 @@ the command is read from the sweep's `multirun.yaml` and each job's `.hydra/over
 """
 
 import json
+import math
 import shlex
 from collections.abc import Iterable
 from pathlib import Path
@@ -86,6 +87,31 @@ def resumed_line(runs: pd.DataFrame) -> list[str]:
     ]
 
 
+def process_minutes(runs: pd.DataFrame) -> float:
+    """Minutes the runs' processes spent on them: for each process (result.json's `process`), the
+    union of its runs' spans (finished_at less wall_time_s, to finished_at), so a pack's members,
+    which train at once, count once, and a multirun's jobs, one after another, add up. A run
+    with no process recorded (made before it was) counts its own wall time."""
+    if "process" not in runs:
+        return runs.wall_time_s.sum() / 60
+    known = runs[runs.process.notna() & runs.finished_at.notna()]
+    total = runs.drop(known.index).wall_time_s.sum()
+    for _, g in known.groupby("process"):
+        end = pd.to_datetime(g.finished_at).map(lambda t: t.timestamp())
+        spans = sorted(zip(end - g.wall_time_s, end, strict=True))
+        reach = -math.inf
+        for start, stop in spans:
+            total += max(0.0, stop - max(start, reach))
+            reach = max(reach, stop)
+    return total / 60
+
+
+def unrecorded(runs: pd.DataFrame) -> str:
+    """Says how many runs record no process (made before runs recorded it), which count alone."""
+    n = int(runs.process.isna().sum()) if "process" in runs else len(runs)
+    return f" ({n} of the runs record no process and count alone)" if n else ""
+
+
 def sweeps_markdown(runs: pd.DataFrame) -> str:
     lines = ["## Sweeps", ""]
     for sweep, g in runs.groupby("sweep"):
@@ -101,7 +127,9 @@ def sweeps_markdown(runs: pd.DataFrame) -> str:
             f"- runs: {len(g)} ({statuses})",
             f"- commits: {', '.join(sorted(g.commit.astype(str).unique()))}",
             f"- machine: {'; '.join(sorted(g.machine.unique()))}",
-            f"- time in its runs (sum of their wall times): {g.wall_time_s.sum() / 60:.1f} min"
+            f"- time in its runs (sum of their wall times): {g.wall_time_s.sum() / 60:.1f} min; "
+            f"in their processes (a pack's members, trained at once, counted once): "
+            f"{process_minutes(g):.1f} min{unrecorded(g)}"
             + (f"; first start to last finish: {span:.1f} min" if span is not None else ""),
             *resumed_line(g),
             "",

@@ -48,6 +48,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "epochs_trained": epochs_trained(r),
         "started_at": r.get("started_at"),
         "finished_at": r.get("finished_at"),
+        "process": r.get("process"),
         "commit": r["git_commit"],
         "machine": machine_name(r["machine"]),
         "loss": r["loss"],
