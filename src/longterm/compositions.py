@@ -49,10 +49,14 @@ class Compositions:
         return self.parser.parse_overrides(list(overrides))
 
     def __call__(self, overrides: Sequence[str]) -> DictConfig:
-        parsed = self.parse(overrides)
-        choices = tuple(o.input_line for o in parsed if not self.is_value(o))
+        return self.composed(self.parse(overrides))
+
+    def composed(self, parsed: list[Override]) -> DictConfig:
+        """The config of overrides already parsed (`parse`)."""
+        values = [o for o in parsed if self.is_value(o)]
+        choices = tuple(o.input_line for o in parsed if o not in values)
         if choices not in self.by_choices:
             self.by_choices[choices] = self.compose(list(choices))
         cfg = self.by_choices[choices].copy()  # a deep copy (DictConfig.__copy__)
-        ConfigLoaderImpl._apply_overrides_to_config([o for o in parsed if self.is_value(o)], cfg)
+        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         return cfg

@@ -52,8 +52,9 @@ class SharedCompositions(ConfigLoader):
         """As ConfigLoaderImpl.load_sweep_config: Hydra's overrides of the sweep, then the job's."""
         compositions = self.compositions(master_config.hydra.job.config_name)
         overrides = [*OmegaConf.to_container(master_config.hydra.overrides.hydra), *sweep_overrides]
-        cfg = compositions(overrides)
-        app = [o for o in compositions.parse(overrides) if not o.is_hydra_override()]
+        parsed = compositions.parse(overrides)
+        cfg = compositions.composed(parsed)
+        app = [o for o in parsed if not o.is_hydra_override()]
         dirname = cfg.hydra.job.config.override_dirname
         cfg.hydra.overrides.task = [o.input_line for o in app]
         cfg.hydra.job.override_dirname = get_overrides_dirname(
