@@ -1,7 +1,10 @@
 import atexit
+import contextlib
+import io
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,19 +85,38 @@ def src_py(
     interpreter when `env` sets PYTHONPATH (read only when an interpreter starts) or
     LONGTERM_TESTS_FRESH=1."""
     command = [sys.executable, str(ROOT / "src" / script), *args]
-    environment = {**os.environ, **(env or {})}
-    if os.environ.get(FRESH) == "1" or "PYTHONPATH" in (env or {}):
+    fresh = "PYTHONPATH" in (env or {})
+    return run_command(command, cwd, {**os.environ, **(env or {})}, timeout, fresh)
+
+
+def run_command(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """`command` (python SCRIPT ARGS...) with its output captured, forked from this test
+    process's server (tests/forkserver.py), or in a fresh interpreter when `fresh` or
+    LONGTERM_TESTS_FRESH=1."""
+    if fresh or os.environ.get(FRESH) == "1":
         return subprocess.run(
-            command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=environment
+            command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
         )
-    return fork_server().run(command, cwd, environment, timeout)
+    return fork_server().run(command, cwd, env, timeout)
+
+
+def forked(command: list[str], cwd: Path) -> int:
+    """The runner for code that starts `python SCRIPT ARGS` itself (longterm.experiments.lr_race's
+    `runner`): the same command through `run_command`, its output printed here."""
+    out = run_command(command, cwd, dict(os.environ), timeout=300)
+    print(out.stdout, end="")
+    print(out.stderr, end="", file=sys.stderr)
+    return out.returncode
 
 
 FRESH = "LONGTERM_TESTS_FRESH"
 
 
 class ForkServer:
-    """The client of tests/forkserver.py: one server per test process, commands one at a time."""
+    """The client of tests/forkserver.py: one server per test process; commands are started one
+    at a time and may run side by side."""
 
     def __init__(self) -> None:
         self.server = subprocess.Popen(
@@ -103,19 +125,23 @@ class ForkServer:
             stdout=subprocess.PIPE,
             text=True,
         )
-        self.unread = b""  # answers read from the pipe and not yet returned
+        self.unread = b""  # answers read from the pipe and not yet taken
+        self.ended: dict[int, int] = {}  # pid -> exit status, for the commands that have ended
+        self.files = tempfile.TemporaryDirectory(prefix="forkserver-")  # the commands' output
         atexit.register(self.close)
 
     def close(self) -> None:
-        """End the server (it stops at the end of its input) and close its pipes."""
+        """End the server (it stops at the end of its input, once its commands have ended) and
+        close its pipes."""
         self.server.stdin.close()
         self.server.wait(timeout=30)
         self.server.stdout.close()
+        self.files.cleanup()
 
-    def ask(self, timeout: float | None = None) -> dict:
+    def answer(self, timeout: float | None = None) -> dict:
         """The server's next answer; TimeoutExpired after `timeout` seconds without one. The pipe
         is read with os.read, not a buffered reader: a buffer could hold the next answer where
-        select does not see it."""
+        select does not see it. An answer that a command ended is noted in `ended`."""
         fd = self.server.stdout.fileno()
         deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.unread:
@@ -126,7 +152,35 @@ class ForkServer:
             assert data, f"tests/forkserver.py ended (status {self.server.poll()})"
             self.unread += data
         line, self.unread = self.unread.split(b"\n", 1)
-        return json.loads(line)
+        message = json.loads(line)
+        if "returncode" in message:
+            self.ended[message["pid"]] = message["returncode"]
+        return message
+
+    def start(self, command: list[str], cwd: Path, env: dict[str, str], stdout: Path) -> int:
+        """Start `command` (python SCRIPT ARGS...) in `cwd` with `env`, its stdout to the file
+        `stdout` and its stderr beside it (`stdout` with suffix .err); its pid."""
+        request = {
+            "script": command[1],
+            "args": command[2:],
+            "cwd": str(cwd),
+            "env": env,
+            "stdout": str(stdout),
+            "stderr": str(stdout.with_suffix(".err")),
+        }
+        self.server.stdin.write(json.dumps(request) + "\n")
+        self.server.stdin.flush()
+        while "returncode" in (message := self.answer()):  # another command's end
+            pass
+        return message["pid"]
+
+    def wait(self, pid: int, timeout: float | None = None) -> int:
+        """The exit status of the command `pid` once it has ended; TimeoutExpired after
+        `timeout` seconds (0: only what the server has already said)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while pid not in self.ended:
+            self.answer(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return self.ended[pid]
 
     def run(
         self, command: list[str], cwd: Path, env: dict[str, str], timeout: float
@@ -134,27 +188,54 @@ class ForkServer:
         """`command` (python SCRIPT ARGS...) in `cwd` with `env`, as subprocess.run(...,
         capture_output=True, text=True, timeout=timeout) runs it; on the timeout the command's
         process group is killed."""
-        with tempfile.TemporaryDirectory(prefix="command-") as where:
-            out, err = Path(where) / "stdout", Path(where) / "stderr"
-            request = {
-                "script": command[1],
-                "args": command[2:],
-                "cwd": str(cwd),
-                "env": env,
-                "stdout": str(out),
-                "stderr": str(err),
-            }
-            self.server.stdin.write(json.dumps(request) + "\n")
-            self.server.stdin.flush()
-            pid = self.ask()["pid"]
-            try:
-                returncode = self.ask(timeout)["returncode"]
-            except subprocess.TimeoutExpired:
-                os.killpg(pid, signal.SIGKILL)
-                self.ask()
-                raise subprocess.TimeoutExpired(command, timeout) from None
-            stdout, stderr = (path.read_text(errors="replace") for path in (out, err))
-            return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+        out = Path(tempfile.mkdtemp(dir=self.files.name)) / "stdout"
+        pid = self.start(command, cwd, env, out)
+        try:
+            returncode = self.wait(pid, timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(pid, signal.SIGKILL)
+            self.wait(pid)
+            raise subprocess.TimeoutExpired(command, timeout) from None
+        stdout, stderr = (p.read_text(errors="replace") for p in (out, out.with_suffix(".err")))
+        shutil.rmtree(out.parent)
+        return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
+
+class Started:
+    """A command started through the fork server without waiting for it, with what the tests
+    use of subprocess.Popen: pid, returncode, poll, wait, send_signal, kill and stderr (its
+    stderr so far, as a file to read)."""
+
+    def __init__(self, server: ForkServer, command: list[str], cwd: Path) -> None:
+        self.server, self.command = server, command
+        self.out = Path(tempfile.mkdtemp(dir=server.files.name)) / "stdout"
+        self.pid = server.start(command, cwd, dict(os.environ), self.out)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.server.ended.get(self.pid)
+
+    def poll(self) -> int | None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.server.wait(self.pid, timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        try:
+            return self.server.wait(self.pid, timeout)
+        except subprocess.TimeoutExpired:
+            raise subprocess.TimeoutExpired(self.command, timeout) from None
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:  # the pid is not another process's yet
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    @property
+    def stderr(self) -> io.StringIO:
+        return io.StringIO(self.out.with_suffix(".err").read_text(errors="replace"))
 
 
 _server: list[ForkServer] = []
@@ -275,15 +356,15 @@ def conf_names(group: str, **keys: str) -> list[str]:
     ]
 
 
-def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen:
-    """Start src/train.py without waiting for it."""
-    return subprocess.Popen(
-        [sys.executable, str(ROOT / "src" / "train.py"), *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def start(*args: str, cwd: Path = ROOT) -> subprocess.Popen | Started:
+    """Start src/train.py without waiting for it (forked from the fork server, or a fresh
+    interpreter with LONGTERM_TESTS_FRESH=1), its stdout discarded."""
+    command = [sys.executable, str(ROOT / "src" / "train.py"), *args]
+    if os.environ.get(FRESH) == "1":
+        return subprocess.Popen(
+            command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+    return Started(fork_server(), command, cwd)
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 240) -> None:

@@ -14,10 +14,12 @@ forkserver too, but it runs functions, not scripts, and its children prepare a `
 their own.
 
 Protocol, one JSON object per line: the client writes {"script", "args", "cwd", "env",
-"stdout", "stderr"}; the server answers {"pid"} once the child is started and {"returncode"}
-when it has ended (negative: the signal that ended it, as subprocess reports it). Commands run one
-at a time. Started by tests/conftest.py (`entry_point`); `LONGTERM_TESTS_FRESH=1` runs every
-command in a fresh interpreter instead.
+"stdout", "stderr"}; the server answers {"pid"} once the child is started and {"pid",
+"returncode"} when it has ended (negative: the signal that ended it, as subprocess reports it).
+Commands may run side by side (a test that starts two runs together, or one while another
+trains): the server forks each as it comes and reports each end as it happens. Started by
+tests/conftest.py (`fork_server`); `LONGTERM_TESTS_FRESH=1` runs every command in a fresh
+interpreter instead.
 """
 
 import atexit
@@ -26,6 +28,8 @@ import importlib
 import json
 import os
 import runpy
+import select
+import signal
 import sys
 import threading
 import traceback
@@ -58,9 +62,11 @@ def exit_status(code: object) -> int:
     return 1
 
 
-def run_child(request: dict, channel: tuple[int, int]) -> None:
+def run_child(request: dict, channel: tuple[int, ...]) -> None:
     """In the forked child: become `python <script> <args>` in the request's directory and
     environment, and exit with its status. Never returns."""
+    signal.set_wakeup_fd(-1)  # the server's way of hearing of its children, not the command's
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     for fd in channel:  # the server's pipes are not the command's
         os.close(fd)
     os.setpgid(0, 0)  # a group of its own, like a command a test starts: signals reach it alone
@@ -100,23 +106,51 @@ def answer(reply: int, message: dict) -> None:
     os.write(reply, (json.dumps(message) + "\n").encode())
 
 
+def reap(reply: int, running: set[int], block: bool = False) -> None:
+    """Answer {"pid", "returncode"} for every child that has ended (all of them when `block`)."""
+    while running:
+        pid, status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        if pid == 0:
+            return
+        running.discard(pid)
+        answer(reply, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
 def serve() -> None:
-    """Read requests from stdin, answer on the stdout the server was started with."""
+    """Read requests from stdin, answer on the stdout the server was started with. A child's end
+    wakes the loop through SIGCHLD's wake-up pipe (signal.set_wakeup_fd)."""
     for name in PRELOAD:
         importlib.import_module(name)
     requests, reply = sys.stdin.fileno(), os.dup(1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # a child's prints never reach the client
-    with os.fdopen(requests, "r") as lines:
-        for line in lines:
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that the wake-up byte is sent
+    running: set[int] = set()
+    unread = b""
+    while True:
+        readable, _, _ = select.select([requests, woken], [], [])
+        if woken in readable:
+            os.read(woken, 4096)
+            reap(reply, running)
+        if requests not in readable:
+            continue
+        data = os.read(requests, 65536)
+        if not data:  # the client closed its end: wait for what still runs, then stop
+            reap(reply, running, block=True)
+            return
+        unread += data
+        while b"\n" in unread:
+            line, unread = unread.split(b"\n", 1)
             request = json.loads(line)
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                run_child(request, (requests, reply))
+                run_child(request, (requests, reply, woken, wake))
+            running.add(pid)
             answer(reply, {"pid": pid})
-            _, status = os.waitpid(pid, 0)
-            answer(reply, {"returncode": os.waitstatus_to_exitcode(status)})
 
 
 if __name__ == "__main__":

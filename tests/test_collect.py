@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FOUR_STEPS, quick, read_json, sweep_results, train_py
+from conftest import FOUR_STEPS, forked, quick, read_json, sweep_results, train_py
 from omegaconf import OmegaConf
 
 from longterm.analysis import provenance
@@ -192,7 +192,7 @@ def test_a_race_through_the_real_entry_point(tmp_path: Path):
         drop=("trainer.max_epochs",),  # the race sets it
         base=FOUR_STEPS,
     )
-    assert lr_race.main(argv) == 0
+    assert lr_race.main(argv, runner=forked) == 0
     results = {r["lr"]: r for r in sweep_results(tmp_path)}
     assert {lr: (r["max_epochs"], r["epochs"]) for lr, r in results.items()} == {
         3e-3: (3, 1),
@@ -207,7 +207,7 @@ def test_a_race_through_the_real_entry_point(tmp_path: Path):
     assert cells.lr_chosen.tolist() == ["1e-03, 3e-03, 1e-02"]
     assert "python -m longterm.experiments.lr_race" in (tmp_path / "out" / "sweeps.md").read_text()
     # The same command again trains nothing: every job is already finished.
-    assert lr_race.main(argv) == 0
+    assert lr_race.main(argv, runner=forked) == 0
     assert len(read_json(tmp_path / "sweep.json")) == 2
 
 

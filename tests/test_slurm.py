@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CONF, QUICK, ROOT, metrics, quick, read_json, train_py
+from conftest import CONF, QUICK, ROOT, metrics, quick, read_json, run_command, train_py
 
 from longterm.preflight import check
 from longterm.records import FINAL_STATUSES
@@ -47,14 +47,14 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 def test_a_requeue_signal_after_the_run_has_finished_is_ignored(tmp_path):
     """Once result.json is final, SIGUSR2 can neither requeue the finished job nor fail it while
     the process exits; the same holds for a rerun that finds the run finished."""
-    args = [str(ROOT / "src" / "train.py"), *QUICK, "logger=none", f"hydra.run.dir={tmp_path}"]
+    wrapper, run_dir = tmp_path / "signal_at_exit.py", tmp_path / "run"
+    wrapper.write_text(SIGNAL_AT_EXIT)
+    args = [str(ROOT / "src" / "train.py"), *QUICK, "logger=none", f"hydra.run.dir={run_dir}"]
     for runs, attempt in enumerate(("trains", "finds it finished"), start=1):
-        out = subprocess.run(
-            [sys.executable, "-c", SIGNAL_AT_EXIT, *args], capture_output=True, text=True
-        )
+        out = run_command([sys.executable, str(wrapper), *args], ROOT, dict(os.environ), 300)
         assert out.returncode == 0 and "requeued" not in out.stdout, (attempt, out.stderr)
-        assert read_json(tmp_path / "result.json")["status"] == "max_epochs"
-        log = (tmp_path / "train.log").read_text()
+        assert read_json(run_dir / "result.json")["status"] == "max_epochs"
+        log = (run_dir / "train.log").read_text()
         assert log.count("the run is finished: SIGUSR2 is ignored from now on") == runs
 
 

@@ -27,7 +27,7 @@ import shlex
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,14 @@ CONFIG_DIR = TRAIN_PY.parents[1] / "conf"
 # The leader first: 3e-3 won or tied the most cells at T0 <= 1000; then the rest of the grid.
 LEADER = 3e-3
 Cell = tuple[str, str, int, int]  # task, pool, T0, seed
+# Runs one command (`python src/train.py ...`, the interpreter first) in a directory and returns
+# its exit status; the race's own is a process of its own (`run_process`).
+Runner = Callable[[list[str], Path], int]
+
+
+def run_process(command: list[str], cwd: Path) -> int:
+    """`command` as a process of its own, its output this process's."""
+    return subprocess.run(command, cwd=cwd).returncode
 
 
 def csv(values: Iterable[Any]) -> str:
@@ -113,8 +121,9 @@ class RaceError(Exception):
 class Race:
     """One race over a grid; `run` executes it, `commands` is what it launched."""
 
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, runner: Runner = run_process):
         self.args = args
+        self.runner = runner
         self.sweep_dir = Path(args.sweep_dir)
         self.commands: list[list[str]] = []
         self.failures = 0
@@ -125,8 +134,7 @@ class Race:
         command += ["trainer.enable_progress_bar=false", f"hydra.sweep.dir={self.sweep_dir}"]
         self.commands.append(command)
         print("+ python", shlex.join(command), flush=True)
-        run = subprocess.run([sys.executable, *command], cwd=TRAIN_PY.parents[1])
-        self.failures += run.returncode != 0
+        self.failures += self.runner([sys.executable, *command], TRAIN_PY.parents[1]) != 0
 
     def run(self) -> int:
         a = self.args
@@ -191,11 +199,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, runner: Runner = run_process) -> int:
     args = parse(argv)
     sweep_dir = Path(args.sweep_dir)
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    race = Race(args)
+    race = Race(args, runner)
     started = now()
     try:
         failures = race.run()
