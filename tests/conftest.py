@@ -82,20 +82,18 @@ def src_py(
 ) -> subprocess.CompletedProcess:
     """Run `src/<script>` (train.py, contract.py) as a user does, output captured: a process of
     its own, forked from tests/forkserver.py (the libraries already imported), or a fresh
-    interpreter when `env` sets PYTHONPATH (read only when an interpreter starts) or
-    LONGTERM_TESTS_FRESH=1."""
+    interpreter with LONGTERM_TESTS_FRESH=1."""
     command = [sys.executable, str(ROOT / "src" / script), *args]
-    fresh = "PYTHONPATH" in (env or {})
-    return run_command(command, cwd, {**os.environ, **(env or {})}, timeout, fresh)
+    return run_command(command, cwd, {**os.environ, **(env or {})}, timeout)
 
 
 def run_command(
-    command: list[str], cwd: Path, env: dict[str, str], timeout: float, fresh: bool = False
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float
 ) -> subprocess.CompletedProcess:
     """`command` (python SCRIPT ARGS...) with its output captured, forked from this test
-    process's server (tests/forkserver.py), or in a fresh interpreter when `fresh` or
+    process's server (tests/forkserver.py), or in a fresh interpreter with
     LONGTERM_TESTS_FRESH=1."""
-    if fresh or os.environ.get(FRESH) == "1":
+    if os.environ.get(FRESH) == "1":
         return subprocess.run(
             command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
         )

@@ -8,10 +8,10 @@ imports those libraries once (PRELOAD: third-party only, so that nothing of the 
 imported before a command's environment is in place) and forks a child for each command: the
 child changes to the command's directory, takes its environment and argv, sends its stdout and
 stderr to files and runs the script as `python` would run it (`runpy`, as __main__, the script's
-folder first on sys.path), exit status included. The script and the package are imported afresh
-in every child; only the libraries come from the parent. Python's multiprocessing has a
-forkserver too, but it runs functions, not scripts, and its children prepare a `__main__` of
-their own.
+folder first on sys.path, then PYTHONPATH's), exit status included. The script and the package
+are imported afresh in every child; only the libraries come from the parent. Python's
+multiprocessing has a forkserver too, but it runs functions, not scripts, and its children
+prepare a `__main__` of their own.
 
 Protocol, one JSON object per line: the client writes {"script", "args", "cwd", "env",
 "stdout", "stderr"}; the server answers {"pid"} once the child is started and {"pid",
@@ -82,6 +82,9 @@ def run_child(request: dict, channel: tuple[int, ...]) -> None:
         script = request["script"]
         sys.argv = [script, *request["args"]]
         sys.path[0] = os.path.dirname(script)
+        # PYTHONPATH's folders after the script's, as the interpreter puts them at its start.
+        pythonpath = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+        sys.path[1:1] = [os.path.abspath(p) for p in pythonpath]
         try:
             runpy.run_path(script, run_name="__main__")
             status = 0

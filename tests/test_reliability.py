@@ -22,6 +22,7 @@ from conftest import (
     read_json,
     run_once,
     start,
+    sweep_results,
     train_py,
     wait_for_file,
 )
@@ -249,11 +250,13 @@ def test_commands_appending_to_one_sweep_record_at_once_lose_nothing(tmp_path):
 
 
 def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted):
-    """SIGUSR2 is what SLURM sends a submitit job before preemption or its time limit; the local
-    executor handles it the same way: checkpoint the job, exit, start it again."""
-    sweep = start("-m", "launcher=submitit_local", *LONGER, f"hydra.sweep.dir={tmp_path}")
+    """launcher=submitit_local runs a sweep's jobs, one submitit job each. SIGUSR2 is what SLURM
+    sends a submitit job before preemption or its time limit; the local executor handles it the
+    same way: checkpoint the job, exit, start it again. The other job runs through."""
+    args = ["-m", "launcher=submitit_local", "task=addition,multiplication", *LONGER]
+    sweep = start(*args, f"hydra.sweep.dir={tmp_path}")
     try:
-        job = wait_for_file("*/checkpoints/last.ckpt", tmp_path, sweep).parent.parent
+        job = wait_for_file("addition-*/checkpoints/last.ckpt", tmp_path, sweep).parent.parent
         pid = int((job / ".lock").read_text().split()[1])  # "pid N on host"
         os.kill(pid, signal.SIGUSR2)
         assert sweep.wait(timeout=300) == 0, sweep.stderr.read()
@@ -264,6 +267,13 @@ def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupte
     log = (job / "train.log").read_text()
     assert "this job is preempted" in log and "Requeued job" in log and "resuming from" in log
     assert metrics(job) == metrics(uninterrupted)
+    results = sweep_results(tmp_path)
+    assert [(r["task"], r["status"]) for r in results] == [
+        ("addition", "max_epochs"),
+        ("multiplication", "max_epochs"),
+    ]
+    assert results[1]["resumed_at_update"] is None
+    assert len(list((tmp_path / ".submitit").iterdir())) == 2  # submitit's job folders
 
 
 def test_slurm_jobs_are_requeued_by_submitit_alone():

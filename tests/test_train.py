@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from conftest import QUICK, multirun, quick, read_json, sweep_results, train_py
+from conftest import QUICK, quick, read_json, sweep_results, train_py
 
 from longterm.analysis.events import hparams_session, scalars
 
@@ -90,14 +90,6 @@ def test_two_job_multirun_gets_one_directory_per_job(tmp_path):
         f"{task}-attention-T50-lr1e-3-s0,{rest}" for task in ("addition", "multiplication")
     ]
     assert [read_json(j / "result.json")["task"] for j in jobs] == ["addition", "multiplication"]
-
-
-def test_submitit_local_launcher_runs_the_sweep(tmp_path):
-    args = ["launcher=submitit_local", "task=addition,multiplication"]
-    results = multirun(tmp_path, *args, *quick("trainer.max_epochs=1"), timeout=600)
-    assert [r["task"] for r in results] == ["addition", "multiplication"]
-    assert all(r["status"] == "max_epochs" for r in results)
-    assert any((tmp_path / ".submitit").iterdir())  # submitit's job folders
 
 
 @pytest.mark.parametrize(
