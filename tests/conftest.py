@@ -319,23 +319,23 @@ def two_runs(tmp_path_factory) -> Path:
 # the order collected (--dist loadfile --no-loadscope-reorder), so these start first and the
 # short files fill in at the end. The other files follow in their usual order.
 SLOWEST_FIRST = (  # by each file's time in a `make test` (--durations=0), longest first
-    "test_reliability.py",
     "test_packed.py",
-    "test_collect.py",
-    "test_plugins.py",
+    "test_reliability.py",
     "test_train_models.py",
-    "test_train.py",
     "test_launchers.py",
-    "test_slurm.py",
+    "test_collect.py",
+    "test_train.py",
     "test_collect_any_sweep.py",
     "test_archive.py",
+    "test_plugins.py",
     "test_preflight.py",
     "test_claims.py",
     "test_battery.py",
-    "test_fused.py",
     "test_memory_comparison.py",
-    "test_tensorboard.py",
+    "test_fused.py",
     "test_faults.py",
+    "test_tensorboard.py",
+    "test_task_families.py",
 )
 
 
