@@ -153,3 +153,21 @@ def test_make_collect_regenerates_the_committed_results(tmp_path, monkeypatch):
         assert sorted(p.name for p in out.iterdir() if p.is_file()) == files, expected
         for name in files:
             assert (out / name).read_bytes() == (expected / name).read_bytes(), expected / name
+
+
+def epochs_table(markdown: str) -> str:
+    """The first Markdown table whose header starts `| task | pool | T0=50`, its rows as they
+    stand."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| task | pool | T0=50"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_the_table_in_results_md_is_the_generated_one():
+    """docs/results.md quotes Table 1 from docs/results/table1.md (written by `make collect`): the
+    two must not drift apart when the runs change."""
+    prose, generated = ROOT / "docs" / "results.md", ROOT / "docs" / "results" / "table1.md"
+    if not generated.exists():
+        pytest.skip("no docs/results/ in this checkout")
+    assert epochs_table(prose.read_text()) == epochs_table(generated.read_text())

@@ -203,12 +203,21 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path, cel
     packs = ("launcher=packed", "launcher.jobs=2", "launcher.members=1")
     packed_args = (*args, *packs, f"hydra.sweep.dir={packed}")
     process = start(*packed_args)
-    wait_for(
-        lambda: (
-            len(list(packed.glob("*/checkpoints/last.ckpt"))) == 2 or process.poll() is not None
-        ),
-        "checkpoints",
-    )
+    stopped: set[int] = set()  # the packs held after their member's first checkpoint
+
+    def both_checkpointed() -> bool:
+        """Each pack is stopped (SIGSTOP) once its member has a checkpoint, so that on a busy
+        machine one cannot reach its limit before the other has one."""
+        for ckpt in packed.glob("*/checkpoints/last.ckpt"):
+            pid = int((ckpt.parent.parent / ".lock").read_text().split()[1])  # "pid N on host"
+            if pid not in stopped:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return len(stopped) == 2 or process.poll() is not None
+
+    wait_for(both_checkpointed, "checkpoints")
+    for pid in stopped:  # running again before the launcher dies: a stopped process in a group
+        os.kill(pid, signal.SIGCONT)  # left without its leader would get SIGHUP (orphaned)
     process.send_signal(signal.SIGKILL)
     process.wait()
     wait_for(lambda: len(list(packed.glob("*/result.json"))) == 2, "the packs' records")
