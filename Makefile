@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 .PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps progress \
 	contract lint tensorboard clean
 
-# uv installs the same pins as pip from the same places in about half pip's time (it unpacks and
-# compiles in parallel): it is given pip's own wheel folder and constraints on this machine (uv does
-# not read pip's configuration), with PyPI beside them. Where uv cannot install, pip does.
+# uv installs the same pins as pip from the same places, faster (it unpacks and compiles in
+# parallel): it is given pip's own wheel folder and constraints on this machine (uv does not read
+# pip's configuration), with PyPI beside them. Where uv cannot install, pip does.
 UV := uv==0.13.9
 PIP_SOURCES = $(shell scripts/pip_sources.sh $(PY))
 
