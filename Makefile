@@ -34,7 +34,7 @@ contract: $(STAMP)  ## a model's and a task's contract: make contract ARGS="mode
 	$(BIN)/python src/contract.py $(ARGS)
 
 # The package compiled once: the tests start a few hundred processes, and where the environment
-# sets PYTHONDONTWRITEBYTECODE each would otherwise compile it again (about 0.07 s each here).
+# sets PYTHONDONTWRITEBYTECODE each would otherwise compile it again.
 test: $(STAMP)  ## fast tests (a few minutes on 2 cores)
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/python -m compileall -q src tests

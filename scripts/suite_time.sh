@@ -16,15 +16,16 @@ work=$(mktemp -d /tmp/suite-time.XXXXXX)
 log=$work/make_test.log
 
 if [[ -n $cpus ]]; then
-	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then # cgroup v2
+	quota=$(awk -v c="$cpus" 'BEGIN { printf "%d", c * 100000 }') # microseconds per 100 ms
+	if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then           # cgroup v2
 		group=/sys/fs/cgroup/suite-time
 		mkdir -p "$group"
-		echo "$(awk -v c="$cpus" 'BEGIN { printf "%d", c * 100000 }') 100000" >"$group/cpu.max"
+		echo "$quota 100000" >"$group/cpu.max"
 	else # cgroup v1, the cpu controller
 		group=/sys/fs/cgroup/cpu/suite-time
 		mkdir -p "$group"
 		echo 100000 >"$group/cpu.cfs_period_us"
-		awk -v c="$cpus" 'BEGIN { printf "%d\n", c * 100000 }' >"$group/cpu.cfs_quota_us"
+		echo "$quota" >"$group/cpu.cfs_quota_us"
 	fi
 	echo $$ >"$group/cgroup.procs"
 fi

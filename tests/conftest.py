@@ -155,9 +155,10 @@ class ForkServer:
             self.ended[message["pid"]] = message["returncode"]
         return message
 
-    def start(self, command: list[str], cwd: Path, env: dict[str, str], stdout: Path) -> int:
-        """Start `command` (python SCRIPT ARGS...) in `cwd` with `env`, its stdout to the file
-        `stdout` and its stderr beside it (`stdout` with suffix .err); its pid."""
+    def start(self, command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, Path]:
+        """Start `command` (python SCRIPT ARGS...) in `cwd` with `env`; its pid, and the file of
+        its stdout (its stderr beside it, with suffix .err) in a folder of its own."""
+        stdout = Path(tempfile.mkdtemp(dir=self.files.name)) / "stdout"
         request = {
             "script": command[1],
             "args": command[2:],
@@ -170,7 +171,7 @@ class ForkServer:
         self.server.stdin.flush()
         while "returncode" in (message := self.answer()):  # another command's end
             pass
-        return message["pid"]
+        return message["pid"], stdout
 
     def wait(self, pid: int, timeout: float | None = None) -> int:
         """The exit status of the command `pid` once it has ended; TimeoutExpired after
@@ -186,8 +187,7 @@ class ForkServer:
         """`command` (python SCRIPT ARGS...) in `cwd` with `env`, as subprocess.run(...,
         capture_output=True, text=True, timeout=timeout) runs it; on the timeout the command's
         process group is killed."""
-        out = Path(tempfile.mkdtemp(dir=self.files.name)) / "stdout"
-        pid = self.start(command, cwd, env, out)
+        pid, out = self.start(command, cwd, env)
         try:
             returncode = self.wait(pid, timeout)
         except subprocess.TimeoutExpired:
@@ -206,8 +206,7 @@ class Started:
 
     def __init__(self, server: ForkServer, command: list[str], cwd: Path) -> None:
         self.server, self.command = server, command
-        self.out = Path(tempfile.mkdtemp(dir=server.files.name)) / "stdout"
-        self.pid = server.start(command, cwd, dict(os.environ), self.out)
+        self.pid, self.out = server.start(command, cwd, dict(os.environ))
 
     @property
     def returncode(self) -> int | None:
