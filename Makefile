@@ -58,7 +58,7 @@ gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/perf
 SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 
 # Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
-HYPOTHESES ?= init_torch
+HYPOTHESES ?= init_torch init_torch_mean
 
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
