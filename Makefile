@@ -53,7 +53,7 @@ bench: $(STAMP)  ## speed and memory of every implementation side by side -> doc
 gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/performance_gpu.md
 	$(BIN)/python bench/gpu_check.py $(ARGS)
 
-# The sweeps behind docs/results, read from the committed archive runs/ (longterm.archive), so
+# The sweeps behind docs/results, read from the committed archive runs/ (longterm.store.archive), so
 # that a fresh clone regenerates them; docs/results.md gives the command that fills each one.
 SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 
@@ -66,10 +66,10 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
-	$(BIN)/python -m longterm.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
+	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
 
 restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
-	$(BIN)/python -m longterm.archive get $(wildcard runs/*/)
+	$(BIN)/python -m longterm.store.archive get $(wildcard runs/*/)
 
 progress: $(STAMP)  ## where each run of the sweeps in outputs/ stands: epochs, accuracy, time left
 	$(BIN)/python -m longterm.analysis.progress $(or $(wildcard outputs/*/),$(error no sweeps in outputs/))

@@ -21,7 +21,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from throughput import ROOT
 
-from longterm.data import feed_workers
+from longterm.training.data import feed_workers
 
 
 def rate(T0: int, workers: int | str, device: str, batches: int) -> tuple[int, float]:

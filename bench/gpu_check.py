@@ -81,7 +81,7 @@ def table1_estimate(run: dict, measured: dict) -> list[str]:
     run's measured overhead per epoch plus 1000 updates at the measured rate, or the data feed's
     rate where that is slower) times the epochs of its 16 runs, at the epoch limit (the bound)
     and with the epochs the CPU sweeps needed where a run solved (the limit elsewhere)."""
-    from longterm.data import feed_workers
+    from longterm.training.data import feed_workers
 
     records, data_ms = measured["records"], {int(k): v for k, v in measured["data_ms"].items()}
     workers = max(feed_workers("auto", "cuda"), 1)

@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from longterm.records import git_commit, machine
+from longterm.store.records import git_commit, machine
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN_PY = ROOT / "src" / "train.py"
@@ -71,7 +71,7 @@ def time_sweep(launcher: str, T0: int, args: argparse.Namespace, where: Path) ->
     return {"launcher": launcher, "T0": T0, "wall_s": wall, "runs": runs}
 
 
-IMPORTS = "import pytorch_lightning, longterm.pack, longterm.run"
+IMPORTS = "import pytorch_lightning, longterm.sweeps.pack, longterm.training.run"
 
 
 def import_floor(repeats: int = 3) -> float:

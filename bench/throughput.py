@@ -52,13 +52,13 @@ from report import Bench, document
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from longterm.batches import FixedLengthBatches, batch_rng
+from longterm.config.builtins import generator_of
 from longterm.models.ops import meta_batch, update_ops
-from longterm.named import generator_of
-from longterm.pack import pack_update_ops
-from longterm.records import git_commit, machine
-from longterm.run import build_model
+from longterm.store.records import git_commit, machine
+from longterm.sweeps.pack import pack_update_ops
 from longterm.tasks import default_width
+from longterm.training.batches import FixedLengthBatches, batch_rng
+from longterm.training.run import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
 B = 100
@@ -119,7 +119,7 @@ def ops_per_update(case: str, T0: int) -> int | None:
 
 def pack_ops(case: str, T0: int, members: int, vectorise: bool) -> int:
     """aten ops of one update of a pack of `members` members of the case (launcher=packed,
-    longterm.pack), one after another or stacked (`vectorise`), on the meta device."""
+    longterm.sweeps.pack), one after another or stacked (`vectorise`), on the meta device."""
     cfg = config(CASES[case][0], T0)
     batch = meta_batch(B, default_width(T0), cfg.task.n_features)
     return pack_update_ops([build_model(cfg) for _ in range(members)], batch, vectorise)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from longterm.config import ConfigError
-from longterm.preflight import composed
+from longterm.config.command_line import composed
+from longterm.config.validate import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
         cfg = composed(argv, CONFIG_DIR)
     except ConfigError as e:
         sys.exit(f"error: {e}")
-    from longterm.contract import encoder_report, task_report  # torch once the line is good
+    from longterm.config.contract import encoder_report, task_report  # torch once the line is good
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)

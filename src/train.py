@@ -15,20 +15,22 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from longterm.config import ConfigError
-from longterm.preflight import check
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from longterm.faults import FAILED_JOBS, RunError
-    from longterm.run import train  # torch and Lightning load only once the command line is good
+    from longterm.training.faults import FAILED_JOBS, RunError
+    from longterm.training.run import (
+        train,  # torch and Lightning load only once the command line is good
+    )
 
     try:
         return train(cfg)["best_acc"]
-    except RunError as e:  # the run's situation, not the code: one line (longterm.faults)
+    except RunError as e:  # the run's situation, not the code: one line (longterm.training.faults)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         if HydraConfig.get().mode != RunMode.MULTIRUN:

@@ -345,7 +345,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def conf_names(group: str, **keys: str) -> list[str]:
     """The built-in conf files of `group` (model, task) by name, those whose `keys` have these
-    values; the conf files are the registry (longterm.plugins), so no list is kept here."""
+    values; the conf files are the registry (longterm.plugins.resolve), so no list is kept here."""
     return [
         path.stem
         for path in sorted((CONF / group).glob("*.yaml"))

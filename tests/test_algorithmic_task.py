@@ -4,7 +4,7 @@ fixed-knowledge task's table (docs/tasks.md)."""
 import numpy as np
 import pytest
 
-from longterm.named import generator_of
+from longterm.config.builtins import generator_of
 from longterm.tasks import NO_TARGET, default_width, generate
 from longterm.tasks.algorithmic import END, PRINT, SYMBOLS, VARIABLES, replay
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB, VOCAB, blind_ceiling, table

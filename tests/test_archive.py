@@ -1,4 +1,4 @@
-"""The committed archive of runs (longterm.archive): what it keeps, its budget, and continuing an
+"""The committed archive of runs (longterm.store.archive): what it keeps, its budget, and continuing an
 archived run on another checkout."""
 
 import re
@@ -10,7 +10,7 @@ from conftest import ROOT, quick, read_json, train_py
 
 from longterm.analysis.collect import collect
 from longterm.analysis.runs import load_runs
-from longterm.archive import (
+from longterm.store.archive import (
     BUDGET_MB,
     LAST,
     RUN_FILES,
@@ -21,8 +21,8 @@ from longterm.archive import (
     run_dirs,
     size_mb,
 )
-from longterm.continue_run import continue_run
-from longterm.rundir import event_files
+from longterm.store.continue_run import continue_run
+from longterm.store.run_dir import event_files
 
 
 @pytest.fixture

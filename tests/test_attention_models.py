@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
+from longterm.config.builtins import encoder_of, generator_of
 from longterm.models import sequence_model
 from longterm.models.attention import attend
 from longterm.models.feedback import FeedbackEncoder
+from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
 from longterm.models.transformer import SelfAttention
-from longterm.named import encoder_of, generator_of
-from longterm.pooling import AttentionPooling, LastStep, MeanPooling
 from longterm.tasks import generate
 
 

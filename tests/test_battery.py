@@ -8,8 +8,8 @@ from conftest import CONF, quick, train_py
 from longterm.analysis.arch_runs import load
 from longterm.analysis.order_battery import main
 from longterm.analysis.references import references
-from longterm.config import ConfigError
-from longterm.preflight import check
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
 
 RECALL = ["experiment=order_battery", "task=associative_recall", "task.params.k=2,8"]
 

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
-from longterm.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
+from longterm.training.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
 
 
 class Scripted(L.LightningModule):

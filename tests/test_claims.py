@@ -16,7 +16,8 @@ from longterm.analysis.claims import (
     load,
     main,
 )
-from longterm.experiments.claims import (
+from longterm.config.command_line import check
+from longterm.experiments.claim_runs import (
     BITS_PER_PARAMETER,
     KNOWLEDGE,
     KNOWLEDGE_MODELS,
@@ -26,9 +27,8 @@ from longterm.experiments.claims import (
     knowledge_vocab,
     shared_parameters,
 )
-from longterm.preflight import check
-from longterm.run import build_model
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
+from longterm.training.run import build_model
 
 
 def stats(name: str, *accs: float) -> Stats:

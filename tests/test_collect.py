@@ -19,8 +19,8 @@ from longterm.analysis.provenance import launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
 from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
 from longterm.analysis.variable_length import by_length_markdown, variable_length
-from longterm.continue_run import continue_run
 from longterm.experiments import lr_race
+from longterm.store.continue_run import continue_run
 
 TASKS = ("addition", "multiplication")
 

@@ -1,5 +1,5 @@
 """The sweeper's shared compositions (hydra_plugins/longterm_launcher/sweeper.py,
-longterm/compositions.py): every job's config, Hydra's section included, equal to the one Hydra
+longterm/config/compositions.py): every job's config, Hydra's section included, equal to the one Hydra
 composes for it, with one composition per set of config-group choices."""
 
 from pathlib import Path
@@ -10,7 +10,7 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf
 
 from hydra_plugins.longterm_launcher.sweeper import SharedCompositions
-from longterm.preflight import composing
+from longterm.config.command_line import composing
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

@@ -4,7 +4,7 @@ import pytest
 from conftest import composed
 from omegaconf import OmegaConf
 
-from longterm.config import ConfigError, validate
+from longterm.config.validate import ConfigError, validate
 
 
 @pytest.fixture(scope="module")

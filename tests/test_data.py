@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from longterm.data import MAX_FEED_WORKERS, FixedLengthData, VariableLengthData, feed_workers
-from longterm.named import generator_of
+from longterm.config.builtins import generator_of
 from longterm.tasks import default_width
+from longterm.training.data import (
+    MAX_FEED_WORKERS,
+    FixedLengthData,
+    VariableLengthData,
+    feed_workers,
+)
 
 
 def epoch_batches(dm, epoch, n=None):

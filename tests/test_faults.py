@@ -10,9 +10,9 @@ import pytest
 import torch
 from conftest import CONF, QUICK, read_json, run_once, train_py
 
-from longterm.config import ConfigError
-from longterm.continue_run import relocate
-from longterm.preflight import check
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
+from longterm.store.continue_run import relocate
 
 
 def error_line(stderr: str) -> str:

@@ -10,11 +10,11 @@ import torch
 from conftest import QUICK, multirun
 
 from longterm.analysis.events import curve
+from longterm.config.builtins import encoder_of
 from longterm.models import feedforward as feedforward_module
 from longterm.models import fused_cpu, sequence_model
 from longterm.models.fused import encode_pool
-from longterm.named import encoder_of
-from longterm.pooling import AttentionPooling, MeanPooling
+from longterm.models.readouts import AttentionPooling, MeanPooling
 
 # (backend, chunk): the compiled kernels; PyTorch ops in chunks of 5 steps (several chunks, as
 # model.impl=fused off the CPU) and in one chunk (the whole sequence, as model.impl=auto there).

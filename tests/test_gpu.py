@@ -5,10 +5,10 @@ import pytest
 import torch
 from conftest import composed
 
-from longterm.batches import FixedLengthBatches, batch_rng
+from longterm.config.builtins import generator_of
 from longterm.models import fused
-from longterm.named import generator_of
-from longterm.run import build_model
+from longterm.training.batches import FixedLengthBatches, batch_rng
+from longterm.training.run import build_model
 
 pytestmark = [
     pytest.mark.gpu,
@@ -58,7 +58,7 @@ def test_the_plan_on_cuda_has_no_loop_over_time():
 
 
 def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
-    """launcher=packed on CUDA stacks the members (longterm.stacked): four runs, a diverging
+    """launcher=packed on CUDA stacks the members (longterm.sweeps.stacked): four runs, a diverging
     learning rate among them, end as the same runs alone on the CPU do, within the stacked path's
     bounds (tests/test_packed.py)."""
     from conftest import QUICK, train_py

@@ -51,7 +51,7 @@ CORE = {
 
 
 def test_the_tree_has_its_jobs():
-    assert {"longterm.run", "longterm.tasks", "longterm.models"} <= set(CORE)
+    assert {"longterm.training.run", "longterm.tasks", "longterm.models"} <= set(CORE)
     analysis = modules(PACKAGE / "analysis")
     assert {"longterm.analysis.collect", "longterm.analysis.evaluate"} <= set(analysis)
     assert "longterm.experiments.lr_race" in modules(PACKAGE / "experiments")
@@ -74,7 +74,7 @@ def test_the_choices_module_imports_nothing():
     readers = [
         m for m, names in CORE.items() if any(n.startswith("longterm.choices") for n in names)
     ]
-    assert {"longterm.config", "longterm.batches", "longterm.models.init"} <= set(readers)
+    assert {"longterm.config.validate", "longterm.training.batches", "longterm.models.init"} <= set(readers)
 
 
 def test_only_run_preflight_and_the_multirun_callbacks_know_hydra():
@@ -83,10 +83,10 @@ def test_only_run_preflight_and_the_multirun_callbacks_know_hydra():
     depends on Hydra."""
     knowing = sorted(m for m, names in CORE.items() if any(n.startswith("hydra") for n in names))
     assert knowing == [
-        "longterm.compositions",
-        "longterm.multirun",
-        "longterm.preflight",
-        "longterm.run",
+        "longterm.config.compositions",
+        "longterm.sweeps.multirun",
+        "longterm.config.command_line",
+        "longterm.training.run",
     ]
 
 

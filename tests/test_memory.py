@@ -1,12 +1,12 @@
 """A run that cannot fit in memory is refused before training, in one line with the estimate and
-what the machine has (longterm.memory), at lengths far beyond the paper's; one that fits runs."""
+what the machine has (longterm.training.memory_estimate), at lengths far beyond the paper's; one that fits runs."""
 
 import pytest
 from conftest import QUICK, composed, sweep_results, train_py
 from omegaconf import OmegaConf
 
-from longterm.memory import GiB, activation_bytes, available_bytes, memory_error
-from longterm.run import build_model
+from longterm.training.memory_estimate import GiB, activation_bytes, available_bytes, memory_error
+from longterm.training.run import build_model
 
 
 def sections(cfg) -> tuple[dict, dict]:

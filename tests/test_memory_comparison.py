@@ -8,8 +8,8 @@ from conftest import CONF, quick, train_py
 
 from longterm.analysis.arch_runs import load
 from longterm.analysis.memory_comparison import COMMANDS, main
-from longterm.config import ConfigError
-from longterm.preflight import check
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
 
 
 def test_the_comparison_launches_every_architecture_on_every_task():

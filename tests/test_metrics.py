@@ -1,6 +1,6 @@
 import torch
 
-from longterm.metrics import ToleranceAccuracy
+from longterm.training.metrics import ToleranceAccuracy
 
 
 def test_threshold_is_strict():

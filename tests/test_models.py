@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
+from longterm.config.builtins import encoder_of
 from longterm.models import sequence_model
-from longterm.named import encoder_of
-from longterm.pooling import AttentionPooling, MeanPooling
+from longterm.models.readouts import AttentionPooling, MeanPooling
 
 
 def feedforward(in_features, out_features, readout, dim=100, impl="fused", **kw):

@@ -1,4 +1,4 @@
-"""launcher=packed (longterm/pack.py, src/hydra_plugins/longterm_launcher/packed_launcher.py):
+"""launcher=packed (longterm/sweeps/pack.py, src/hydra_plugins/longterm_launcher/packed_launcher.py):
 runs of one cell trained as the members of packs are, member for member, the same runs as
 under launcher=local: the same result.json numbers, TensorBoard scalars, checkpoints (weights,
 Adam's state, the callbacks' states) and configs, on the CPU to the bit."""
@@ -14,9 +14,9 @@ from conftest import QUICK, composed, metrics, quick, read_json, start, train_py
 from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
 from longterm.analysis.events import scalars
 from longterm.models.ops import meta_batch, update_ops
-from longterm.pack import pack_update_ops
-from longterm.run import build_model
+from longterm.sweeps.pack import pack_update_ops
 from longterm.tasks import default_width
+from longterm.training.run import build_model
 
 
 def test_jobs_that_differ_in_lr_seed_and_epoch_limit_share_a_pack():
@@ -65,7 +65,7 @@ def assert_same_runs(alone, packed, resumed=False):
 
 
 def assert_close_runs(alone, stacked):
-    """The stacked path (longterm.stacked) against the runs alone: the same statuses, epochs and
+    """The stacked path (longterm.sweeps.stacked) against the runs alone: the same statuses, epochs and
     updates, accuracies within 0.01 and weights within 1e-3 (vmap's matrix products and the
     reference model's ops round otherwise than the fused kernels)."""
     for name in [p.name for p in job_dirs(alone)]:
@@ -264,7 +264,7 @@ def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path, cell_alone):
 
 def test_a_stacked_update_issues_the_same_ops_for_any_number_of_members():
     """On the meta device, as on an accelerator: the members one after another issue a run's ops
-    per member; stacked (longterm.stacked), one update of 1, 4 or 16 members issues the same."""
+    per member; stacked (longterm.sweeps.stacked), one update of 1, 4 or 16 members issues the same."""
     cfg = composed("T0=100")
     batch = meta_batch(cfg.data.batch_size, default_width(100), cfg.task.n_features)
     alone = update_ops(build_model(cfg), batch)

@@ -10,11 +10,11 @@ from longterm.analysis.evaluate import load_module, step_predictions
 from longterm.analysis.evaluate import main as evaluate_main
 from longterm.analysis.events import scalars
 from longterm.choices import targets_error
+from longterm.config.builtins import encoder_of
 from longterm.models import sequence_model
-from longterm.module import MemoryTaskModule
-from longterm.named import encoder_of
-from longterm.pooling import PerStep
+from longterm.models.readouts import PerStep
 from longterm.tasks import NO_TARGET
+from longterm.training.module import MemoryTaskModule
 
 B, T, C = 3, 7, 5
 

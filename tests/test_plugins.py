@@ -23,12 +23,12 @@ from conftest import (
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
-from longterm.config import ConfigError
-from longterm.contract import encoder_report, task_report
-from longterm.hparams import records
-from longterm.naming import short_name
-from longterm.preflight import check
-from longterm.run import build_model, run_params
+from longterm.config.command_line import check
+from longterm.config.contract import encoder_report, task_report
+from longterm.config.run_names import short_name
+from longterm.config.validate import ConfigError
+from longterm.training.hparams_records import records
+from longterm.training.run import build_model, run_params
 
 EXAMPLE = ROOT / "examples" / "mylab"
 PLUGINS = ROOT / "tests" / "plugins"  # leaky.py: declared causal, and not

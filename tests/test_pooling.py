@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from longterm.pooling import AttentionPooling, MeanPooling
+from longterm.models.readouts import AttentionPooling, MeanPooling
 
 B, T, D = 4, 13, 8
 

@@ -1,12 +1,12 @@
-"""The check src/train.py runs before Hydra starts (longterm.preflight), in-process: every job a
+"""The check src/train.py runs before Hydra starts (longterm.config.command_line), in-process: every job a
 command line would launch is composed and validated. test_train.py runs a few bad command lines
 through the entry point itself; test_config.py holds the schema's own cases."""
 
 import pytest
 from conftest import CONF, composed
 
-from longterm.config import ConfigError
-from longterm.preflight import check, job_overrides
+from longterm.config.command_line import check, job_overrides
+from longterm.config.validate import ConfigError
 
 BAD_COMMAND_LINES = [
     (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),

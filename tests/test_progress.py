@@ -5,8 +5,8 @@ import pytest
 from conftest import sweep_results
 
 from longterm.analysis.progress import held, main, progress
-from longterm.records import read_result, write_result
-from longterm.rundir import claim
+from longterm.store.records import read_result, write_result
+from longterm.store.run_dir import claim
 
 
 def test_finished_runs_show_their_state_epochs_and_accuracy(two_runs):

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import torch
 
+from longterm.config.builtins import encoder_of, generator_of
 from longterm.models import sequence_model
 from longterm.models.linear_memory import linear_scan
-from longterm.named import encoder_of, generator_of
-from longterm.pooling import AttentionPooling, LastStep, MeanPooling
+from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
 from longterm.tasks import generate
 
 

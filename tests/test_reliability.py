@@ -29,9 +29,9 @@ from conftest import (
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
-from longterm.continue_run import continue_run
-from longterm.hparams import records
-from longterm.rundir import EVENTS
+from longterm.store.continue_run import continue_run
+from longterm.store.run_dir import EVENTS
+from longterm.training.hparams_records import records
 
 
 def sessions(run_dir: Path) -> tuple[int, int]:
@@ -118,7 +118,7 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
 
 
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
-    """longterm.continue_run: one epoch, then continued to LONGER's two, ends as LONGER does."""
+    """longterm.store.continue_run: one epoch, then continued to LONGER's two, ends as LONGER does."""
     one, two = tmp_path / "one", tmp_path / "two"
     one_epoch = quick("trainer.max_epochs=1", base=LONGER)
     assert train_py(*one_epoch, f"hydra.run.dir={one}").returncode == 0
@@ -201,7 +201,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
 def test_a_reader_never_sees_half_a_result(tmp_path):
     """result.json is written beside the old one and renamed over it: a reader polling the file
     while it is rewritten always parses a whole record, old or new."""
-    from longterm.records import write_result
+    from longterm.store.records import write_result
 
     write_result(tmp_path, {"version": -1})
     seen, stop = [], threading.Event()
@@ -225,7 +225,7 @@ def test_a_reader_never_sees_half_a_result(tmp_path):
 
 
 def append_many(path: Path, who: int, n: int) -> None:
-    from longterm.records import append_record
+    from longterm.store.records import append_record
 
     for i in range(n):
         append_record(path, {"who": who, "i": i})

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import CONF, QUICK, ROOT, metrics, quick, read_json, run_command, train_py
 
-from longterm.preflight import check
-from longterm.records import FINAL_STATUSES
+from longterm.config.command_line import check
+from longterm.store.records import FINAL_STATUSES
 
 SCRIPTS = ROOT / "scripts" / "slurm"
 # Up to eight epochs of 100 updates (one to three seconds each; solved after five to seven):

@@ -5,7 +5,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from longterm.named import generator_of
+from longterm.config.builtins import generator_of
 from longterm.tasks import default_width, generate
 from longterm.tasks.order import N_SYMBOLS, B, E, X, order_blind_ceiling, positions
 from longterm.tasks.recall import FILLER, N_KEYS, QUERY

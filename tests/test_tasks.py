@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from conftest import CONF
 
-from longterm.named import generator_of
-from longterm.plugins import PluginError, generator
+from longterm.config.builtins import generator_of
+from longterm.plugins.resolve import PluginError, generator
 from longterm.tasks import MIN_LENGTH, default_width, generate
 from longterm.tasks.marked import MARKED_TASKS
 

@@ -22,10 +22,10 @@ from tensorboard.plugins.hparams import (
     metadata,
 )
 
-from longterm import naming
 from longterm.analysis.events import scalars
 from longterm.choices import LENGTHS, LOSSES, POOLS
-from longterm.hparams import (
+from longterm.config import run_names
+from longterm.training.hparams_records import (
     FILE_VERSION,
     SCHEMA,
     close_session,
@@ -189,7 +189,7 @@ def test_names_put_the_settings_that_differ_first():
     run_dir = OmegaConf.select(composed("lr=1e-2", with_hydra=True), "hydra.run.dir")
     time = r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}"
     assert re.fullmatch(f"outputs/runs/{time}-addition-attention-T50-lr1e-2-s0", run_dir)
-    assert [naming.number(x) for x in (1e-3, 3e-4, 1.5e-3, 1e30, 0.1)] == [
+    assert [run_names.number(x) for x in (1e-3, 3e-4, 1.5e-3, 1e30, 0.1)] == [
         "1e-3",
         "3e-4",
         "1.5e-3",
@@ -201,7 +201,7 @@ def test_names_put_the_settings_that_differ_first():
 def test_names_stay_unique_and_short_enough():
     """Overrides too long for a file name are replaced by a digest of them."""
     names = [job_dir(f"callbacks.checkpoint.filename={'b' * 200}{end}") for end in "12"]
-    assert names[0] != names[1] and all(len(n) <= naming.MAX_NAME for n in names)
+    assert names[0] != names[1] and all(len(n) <= run_names.MAX_NAME for n in names)
     assert all(n.startswith("addition-attention-T50-lr1e-3-s0,overrides-") for n in names)
 
 
@@ -213,7 +213,7 @@ def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
 
 
 def test_the_schema_holds_every_key_a_run_can_have():
-    from longterm.run import run_params  # loads Lightning
+    from longterm.training.run import run_params  # loads Lightning
 
     configs = (
         [],

@@ -4,8 +4,8 @@ val/acc on a terminal; one line per epoch when piped; a table of the jobs at a m
 import pytorch_lightning as L
 from conftest import composed, quick, train_py
 
-from longterm.run import build_model, instantiate_named
-from longterm.terminal import EpochBar
+from longterm.training.run import build_model, instantiate_named
+from longterm.training.terminal import EpochBar
 
 SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off
 
@@ -33,13 +33,13 @@ def test_piped_runs_print_a_line_per_epoch_and_the_multirun_a_table_of_its_jobs(
     and the last val/acc, no carriage return is written; the multirun ends with its jobs."""
     out = train_py("-m", "task=addition,xor", *SHOWN, f"hydra.sweep.dir={tmp_path}")
     assert out.returncode == 0, out.stderr
-    lines = [line for line in out.stdout.splitlines() if "[longterm.terminal]" in line]
+    lines = [line for line in out.stdout.splitlines() if "[longterm.training.terminal]" in line]
     epochs = [line.split(" - ")[1].split(":")[0] for line in lines]
     assert epochs == ["epoch 1/2", "epoch 2/2"] * 2
     assert all(", val/acc " in line and ": loss " in line for line in lines)
     assert "\r" not in out.stdout + out.stderr
     logged = [
-        (p / "train.log").read_text().count("[longterm.terminal]")
+        (p / "train.log").read_text().count("[longterm.training.terminal]")
         for p in tmp_path.iterdir()
         if p.is_dir()
     ]

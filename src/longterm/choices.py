@@ -2,7 +2,7 @@
 (config.py), the data and the models all read them from here."""
 
 # Models and tasks are not listed here: each is the conf file that names it, and its encoder or
-# generator by import path (longterm.plugins), the built-ins' as a user's.
+# generator by import path (longterm.plugins.resolve), the built-ins' as a user's.
 LABELS = ("sequence", "step")  # task.labels: one target per sequence y (B,), or per step (B, T)
 LOSSES = ("mse", "cross_entropy")  # task.loss
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths

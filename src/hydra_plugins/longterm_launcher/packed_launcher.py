@@ -1,9 +1,9 @@
 """`launcher=packed`: the jobs of a multirun that differ only in `lr`, `seed` and
-`trainer.max_epochs` train as the members of packs, one process per pack (longterm.pack), and
+`trainer.max_epochs` train as the members of packs, one process per pack (longterm.sweeps.pack), and
 packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
 
 - Grouping: jobs whose other overrides are the same form a group; a group whose config is not
-  the paper's network (longterm.pack.packable) runs job by job, as under launcher=parallel, and
+  the paper's network (longterm.sweeps.pack.packable) runs job by job, as under launcher=parallel, and
   the sweep says so in one line.
 - Packs: a group is cut into packs of at most `members` members, in seed order (members of one
   seed share their batches); `auto` cuts the groups into as many packs as there are CPUs to fill,
@@ -44,7 +44,7 @@ from hydra_plugins.longterm_launcher.parallel_launcher import (
     with_budget,
 )
 from longterm.choices import AUTO, PACK_MEMBER_KEYS
-from longterm.faults import FAILED_JOBS
+from longterm.training.faults import FAILED_JOBS
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ def run_pack(
     singleton_state: dict[Any, Any],
 ) -> tuple[list[JobReturn], list[str]]:
     """One pack in a worker (or in this process): each member prepared by Hydra's run_job, then
-    trained together (longterm.pack.train_pack); the JobReturns, and the one-line errors."""
+    trained together (longterm.sweeps.pack.train_pack); the JobReturns, and the one-line errors."""
     setup_globals()
     Singleton.set_state(singleton_state)
     returns = []
@@ -149,8 +149,10 @@ def run_pack(
         )
     cfgs = [ret.return_value for ret in returns]
     handler = member_logs(sweep_config, cfgs)
-    from longterm.faults import RunError
-    from longterm.pack import train_pack  # torch and Lightning load in the process that trains
+    from longterm.sweeps.pack import (
+        train_pack,  # torch and Lightning load in the process that trains
+    )
+    from longterm.training.faults import RunError
 
     errors = []
     try:
@@ -172,8 +174,8 @@ def run_pack(
 
 
 def is_packable(hydra_context: HydraContext, config: DictConfig, overrides: Sequence[str]) -> bool:
-    """Whether a job's config is the paper's network (longterm.pack.packable)."""
-    from longterm.pack import packable
+    """Whether a job's config is the paper's network (longterm.sweeps.pack.packable)."""
+    from longterm.sweeps.pack import packable
 
     cfg = hydra_context.config_loader.load_sweep_config(config, list(overrides))
     return packable(cfg)
@@ -218,14 +220,14 @@ def plan_packs(
 def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
     """Each call's result, at most `jobs` at a time, each started as soon as a process is free:
     in this process when one at a time; else each in a process forked from this one once it has
-    imported torch and Lightning (longterm.pack), so that a pack starts at once (a fresh worker,
+    imported torch and Lightning (longterm.sweeps.pack), so that a pack starts at once (a fresh worker,
     as loky starts them, spends seconds importing them first). A forked child runs its call as it
     is, nothing pickled; only its result comes back (cloudpickle, as loky sends it: a JobReturn
     holds Hydra's configs, which the standard pickle refuses). Nothing here has run a parallel
     torch op, so the children inherit no thread pool."""
     if jobs == 1:
         return [call(*args) for call, args in calls]
-    import longterm.pack  # noqa: F401
+    import longterm.sweeps.pack  # noqa: F401
 
     fork = multiprocessing.get_context("fork")
     results: list[Any] = [None] * len(calls)

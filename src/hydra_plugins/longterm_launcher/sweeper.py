@@ -5,7 +5,7 @@ Under BasicSweeper a multirun composes every job's config twice: the sweeper che
 the launch (Sweeper.validate_batch_is_legal), then the launcher composes it again to run it
 (`config_loader.load_sweep_config`), a quarter of a second each on 2 cores: 4 s of an 8-job
 sweep's start-up. This sweeper hands itself and its launcher (local, parallel, packed, SLURM) a
-config loader whose load_sweep_config composes through longterm.compositions: Hydra's own
+config loader whose load_sweep_config composes through longterm.config.compositions: Hydra's own
 composition for each set of choices, its own function for the values, and Hydra's section
 (`hydra.overrides.task`, `hydra.job.override_dirname`) as Hydra writes it for the job.
 tests/test_compositions.py holds every job's config equal to Hydra's.
@@ -21,12 +21,12 @@ from hydra.core.config_store import ConfigStore
 from hydra.types import HydraContext, RunMode, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from longterm.compositions import Compositions
+from longterm.config.compositions import Compositions
 
 
 class SharedCompositions(ConfigLoader):
     """Hydra's config loader (`loader`) with load_sweep_config composed through
-    longterm.compositions; everything else is the loader's own."""
+    longterm.config.compositions; everything else is the loader's own."""
 
     def __init__(self, loader: ConfigLoader) -> None:
         self.loader = loader

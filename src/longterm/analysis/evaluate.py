@@ -20,13 +20,13 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from longterm.analysis.variable_length import variable_length_runs
-from longterm.module import MemoryTaskModule
-from longterm.named import upgrade
-from longterm.records import read_result
-from longterm.run import build_model, instantiate_named
-from longterm.rundir import CHECKPOINTS
+from longterm.store.recorded import recorded_config
+from longterm.store.records import read_result
+from longterm.store.run_dir import CHECKPOINTS
 from longterm.tasks import NO_TARGET
 from longterm.tasks.algorithmic import replay
+from longterm.training.module import MemoryTaskModule
+from longterm.training.run import build_model, instantiate_named
 
 log = logging.getLogger("longterm.analysis.collect")
 
@@ -37,7 +37,7 @@ def load_module(
     """The run's LightningModule with the weights of `checkpoint`, in eval mode, and its
     config."""
     run_dir = Path(run_dir)
-    cfg = OmegaConf.create(upgrade(read_result(run_dir)["config"]))
+    cfg = OmegaConf.create(recorded_config(run_dir))
     module = build_model(cfg)
     state = torch.load(run_dir / CHECKPOINTS / checkpoint, map_location="cpu", weights_only=True)
     module.load_state_dict(state["state_dict"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.rundir import events_dir
+from longterm.store.run_dir import events_dir
 
 # TensorBoard logs a line per event file it opens, and warns of every resumed run ("out of order
 # event.step ... a TensorFlow restart") when it drops the steps after the resume point that the

@@ -1,5 +1,5 @@
 """Where each run of one or more sweeps stands, while they run: the view of hours-long sweeps
-that are continued in steps (scripts/long_sweeps.sh, `longterm.continue_run`).
+that are continued in steps (scripts/long_sweeps.sh, `longterm.store.continue_run`).
 
     python -m longterm.analysis.progress outputs/table1_long outputs/variable_length_100
 
@@ -24,8 +24,8 @@ from omegaconf import OmegaConf
 
 from longterm.analysis.events import accumulator
 from longterm.analysis.runs import epochs_trained, run_dirs
-from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
-from longterm.rundir import LOCK_FILE, event_files
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.store.run_dir import LOCK_FILE, event_files
 
 VAL_ACC = "val/acc"  # module.py: logged once per epoch
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from longterm.records import COMMANDS_RECORD, SWEEP_RECORD
+from longterm.store.records import COMMANDS_RECORD, SWEEP_RECORD
 
 
 def same_value(a: str, b: str) -> bool:
@@ -43,7 +43,7 @@ def launched_by(job: list[str], command: list[str]) -> bool:
 
 def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
     """The commands that filled `sweep`. The lr race keeps its own record, and every multirun
-    appends its command to another (longterm.multirun). A sweep made before that has Hydra's
+    appends its command to another (longterm.sweeps.multirun). A sweep made before that has Hydra's
     multirun.yaml, which keeps only the last command run in the directory, so a job that command
     did not make is given as a command of its own: its overrides (`.hydra/overrides.yaml`)."""
     if (sweep / SWEEP_RECORD).exists():

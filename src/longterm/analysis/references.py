@@ -4,11 +4,10 @@ how many X and Y there are, all that pooling over per-step features can see)."""
 
 import numpy as np
 
-from longterm.batches import fixed_validation_set
-from longterm.named import generator_of
-from longterm.plugins import generator
+from longterm.plugins.resolve import generator
 from longterm.tasks import NO_TARGET
 from longterm.tasks.order import X, temporal_order, temporal_order3
+from longterm.training.batches import fixed_validation_set
 
 
 def references(data: dict, loss: str) -> tuple[float | None, float | None]:
@@ -16,7 +15,6 @@ def references(data: dict, loss: str) -> tuple[float | None, float | None]:
     if loss != "cross_entropy" or data["name"] != "fixed":
         return None, None
     keys = ("task", "T0", "batch_size", "val_size", "seed", "lengths", "task_params")
-    data = {**data, "task": generator_of(data["task"])}
     batches = fixed_validation_set(**{k: data[k] for k in keys})
     x = np.concatenate([b[0].numpy() for b in batches])
     y = np.concatenate([b[1].numpy().ravel() for b in batches]).astype(int)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from longterm.records import FINAL_STATUSES, RESULT_FILE
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 
 log = logging.getLogger("longterm.analysis.collect")
 
@@ -25,7 +25,7 @@ def machine_name(m: dict[str, Any]) -> str:
 
 def epochs_trained(r: dict[str, Any]) -> float:
     """Epochs the last process trained. A resumed run (or one continued to a larger limit,
-    longterm.continue_run) counts only those after `resumed_at_update`, as `wall_time_s` does."""
+    longterm.store.continue_run) counts only those after `resumed_at_update`, as `wall_time_s` does."""
     resumed = r.get("resumed_at_update") or 0
     return r["epochs"] - resumed * r["epochs"] / r["updates"] if r["updates"] else r["epochs"]
 

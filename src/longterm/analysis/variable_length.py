@@ -9,7 +9,7 @@ from longterm.analysis.table1 import protocol_note, spread
 
 def variable_length_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The §2.3 runs, one per task, pool, seed and learning rate: of a run continued to a larger
-    epoch limit (longterm.continue_run), the longest, since the shorter ones are its start."""
+    epoch limit (longterm.store.continue_run), the longest, since the shorter ones are its start."""
     v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
     same = ["task", "pool", "seed", "lr", "mask_padding"]
     return v.sort_values("epochs").drop_duplicates(same, keep="last").sort_values(same)

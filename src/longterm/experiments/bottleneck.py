@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from longterm.analysis.formats import pct
-from longterm.records import git_commit
+from longterm.store.records import git_commit
 
 N_TOKENS = 40
 Z = 2.8  # recognised above mean + Z SD of never-seen tokens' scores

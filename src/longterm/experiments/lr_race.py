@@ -34,7 +34,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from longterm.analysis.published import LEARNING_RATES
-from longterm.records import RESULT_FILE, SWEEP_RECORD, append_record, now
+from longterm.store.records import RESULT_FILE, SWEEP_RECORD, append_record, now
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
 CONFIG_DIR = TRAIN_PY.parents[1] / "conf"

@@ -3,7 +3,7 @@ path, a readout over time and the paper's head (§2.2).
 
     x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> MLPHead: y (B, out_features)
 
-The built-in encoders come in the way a user's does (longterm.plugins): `encoder` is an import
+The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an import
 path (or the class), its own keys are the model section's other keys (attention models: `heads`,
 `layers`, `attn_span`, and `d_ff`, `n_persistent`, `norm` or `share_kv`). The keys every model has
 (`dim`, `hidden`, `negative_slope`, `init`, `impl`) are arguments; `init` applies to the head and,
@@ -19,7 +19,8 @@ from longterm.choices import COMMON_MODEL_KEYS, built_impl, impl_error
 from longterm.models.feedforward import FusedSequenceModel
 from longterm.models.head import MLPHead
 from longterm.models.sequence import SequenceModel
-from longterm.plugins import encoder_class, encoder_keys
+from longterm.plugins.keys import encoder_keys
+from longterm.plugins.resolve import encoder_class
 
 
 def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> nn.Module:

@@ -11,8 +11,8 @@ from torch.nn import functional as F
 
 from longterm.models.fused import encode_pool, plan
 from longterm.models.init import init_linear_
+from longterm.models.readouts import AttentionPooling
 from longterm.models.sequence import SequenceModel
-from longterm.pooling import AttentionPooling
 
 
 class StepEncoder(nn.Module):

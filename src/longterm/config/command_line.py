@@ -4,7 +4,7 @@
 A bad override then fails in a second with one line naming the key, the value and what is
 allowed, before any output directory exists or any job of a sweep has run. This sits beside
 `run.py` as the second module that knows Hydra: it is command-line glue, not part of a run.
-Importing it registers the resolvers that name run directories (`longterm.naming`).
+Importing it registers the resolvers that name run directories (`longterm.config.run_names`).
 """
 
 import difflib
@@ -30,10 +30,10 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from longterm import naming  # noqa: F401  registers the resolvers that name run directories
-from longterm.compositions import Compositions
-from longterm.config import ConfigError, validate
-from longterm.schema import TrainerSection
+from longterm.config import run_names  # noqa: F401  registers the resolvers that name run directories
+from longterm.config.compositions import Compositions
+from longterm.config.schema import TrainerSection
+from longterm.config.validate import ConfigError, validate
 
 HYDRA_FLAGS = ("-m", "--multirun")
 # Flags with a value that change what is composed; the others (--cfg, --help, ...) print
@@ -283,7 +283,7 @@ def job_config(
 
 def compositions(config_name: str) -> Compositions:
     """Every job's config of a sweep with Hydra's section, as `compose` gives it, with a
-    composition per set of config-group choices, not per job (longterm.compositions)."""
+    composition per set of config-group choices, not per job (longterm.config.compositions)."""
     loader = GlobalHydra.instance().config_loader()
     return Compositions(
         lambda overrides: compose(config_name, overrides=overrides, return_hydra_config=True),

@@ -9,9 +9,9 @@ from torch.nn import functional as F
 from torchmetrics import Metric
 from torchmetrics.classification import MulticlassAccuracy
 
-from longterm.data import Batch
-from longterm.metrics import TOLERANCE, ToleranceAccuracy
 from longterm.tasks import NO_TARGET
+from longterm.training.data import Batch
+from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
 
 
 class MemoryTaskModule(L.LightningModule):

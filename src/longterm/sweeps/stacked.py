@@ -1,4 +1,4 @@
-"""A pack's members as stacked tensors (launcher=packed on an accelerator, longterm.pack): one
+"""A pack's members as stacked tensors (launcher=packed on an accelerator, longterm.sweeps.pack): one
 update of every member in a number of ops that does not grow with the members.
 
 Each stacked parameter is (M, ...): member m's own parameter is a view of row m, and so are the
@@ -23,7 +23,7 @@ from torch import Tensor
 from torch.func import functional_call, vmap
 
 from longterm.models.sequence import SequenceModel
-from longterm.module import MemoryTaskModule
+from longterm.training.module import MemoryTaskModule
 
 
 def reference(module: MemoryTaskModule) -> SequenceModel:

@@ -18,15 +18,9 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 from tensorboard.compat.proto.summary_pb2 import Summary
 
-from longterm.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
-from longterm.checkpoint_io import AtomicCheckpointIO
-from longterm.config import validate
-from longterm.faults import RunError, explain
-from longterm.hparams import NAMED, close_session, open_session
-from longterm.memory import memory_error
+from longterm.config.validate import validate
 from longterm.models.build import sequence_model
-from longterm.module import MemoryTaskModule
-from longterm.records import (
+from longterm.store.records import (
     FINAL_STATUSES,
     RESULT_FILE,
     git_commit,
@@ -35,7 +29,7 @@ from longterm.records import (
     process,
     write_result,
 )
-from longterm.rundir import (
+from longterm.store.run_dir import (
     CHECKPOINTS,
     OLD_EVENTS_DIR,
     RunDirError,
@@ -44,7 +38,13 @@ from longterm.rundir import (
     events_dir,
     finished,
 )
-from longterm.terminal import progress_callbacks
+from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
+from longterm.training.checkpoint_io import AtomicCheckpointIO
+from longterm.training.faults import RunError, explain
+from longterm.training.hparams_records import NAMED, close_session, open_session
+from longterm.training.memory_estimate import memory_error
+from longterm.training.module import MemoryTaskModule
+from longterm.training.terminal import progress_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ LAST, BEST = "last", "best"
 warnings.filterwarnings("ignore", ".*does not have many workers.*")
 # Raised inside Lightning 2.6 under torch 2.13; nothing in this project uses the API it names.
 warnings.filterwarnings("ignore", ".*LeafSpec.*is deprecated.*")
-# A run directory with checkpoints is one being resumed (longterm.rundir), not a mistake.
+# A run directory with checkpoints is one being resumed (longterm.store.run_dir), not a mistake.
 warnings.filterwarnings("ignore", ".*Checkpoint directory .* exists and is not empty.*")
 # On a cluster's login node every local run would be told that SLURM is there; launcher=slurm is
 # how a run uses it (README, "SLURM").
@@ -71,7 +71,7 @@ def not_a_tip(record: logging.LogRecord) -> bool:
 def quiet_library_logs() -> None:
     """Print each Lightning message once, through Hydra's handlers (console and train.log), and
     a log line that cannot be written (train.log on a full disk) not as a traceback of its own:
-    the run's one-line error says what failed (longterm.faults).
+    the run's one-line error says what failed (longterm.training.faults).
 
     Lightning gives its "pytorch_lightning" logger a console handler of its own and also lets it
     propagate to the root logger, so under Hydra every line would appear twice. Idempotent:
@@ -116,7 +116,7 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
 
 
 def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
-    """hparams.yaml, and the HPARAMS experiment and session start once per run (longterm.hparams).
+    """hparams.yaml, and the HPARAMS experiment and session start once per run (longterm.training.hparams_records).
 
     Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
     which would put a false point on the val/acc curve, so the records are written here.
@@ -184,8 +184,8 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 
 @contextmanager
 def claimed(run_dir: Path) -> Iterator[Path]:
-    """Hold `run_dir` (longterm.rundir.claim) while the block runs; an error the user's situation
-    caused, there or in the block, is raised as RunError with its one line (longterm.faults)."""
+    """Hold `run_dir` (longterm.store.run_dir.claim) while the block runs; an error the user's situation
+    caused, there or in the block, is raised as RunError with its one line (longterm.training.faults)."""
     try:
         with claim(run_dir) as lock:
             yield lock
@@ -320,7 +320,7 @@ def run_callbacks(cfg: DictConfig) -> list[L.Callback]:
 
 
 def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -> None:
-    """RunError when the run cannot fit the machine's memory (longterm.memory)."""
+    """RunError when the run cannot fit the machine's memory (longterm.training.memory_estimate)."""
     data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
     too_large = memory_error(module.net, data, task, side_by_side)
     if too_large:

@@ -1,7 +1,7 @@
 """Check a composed config before any work is done: `validate(cfg)` raises `ConfigError` with one
 line naming the key, the value and what is allowed. The keys and their rules are schema.py's; a
 model's own keys are its encoder's signature, and a task's generator is run once to see that it
-gives what its section declares (longterm.plugins).
+gives what its section declares (longterm.plugins.resolve).
 
 No Lightning is imported; torch only with the encoder's module, which is built on PyTorch's
 `meta` device (shapes, no memory, no computation) to run its constructor's own checks.
@@ -16,8 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
 from longterm.choices import COMMON_MODEL_KEYS, impl_error, targets_error
-from longterm.plugins import PluginError, encoder_class, encoder_keys, generator
-from longterm.schema import FixedDataSection, OpenSection, TrainConfig
+from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
+from longterm.plugins.keys import encoder_keys
+from longterm.plugins.resolve import PluginError, encoder_class, generator
 from longterm.tasks import NO_TARGET, default_width
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytorch_lightning as L
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from longterm.batches import (
+from longterm.choices import AUTO
+from longterm.training.batches import (
     TRAIN,
     Batch,
     FixedLengthBatches,
@@ -19,7 +20,6 @@ from longterm.batches import (
     validation_lengths,
     variable_validation_set,
 )
-from longterm.choices import AUTO
 
 
 class KeyedBatches(Dataset):

@@ -10,7 +10,7 @@ read, a key a library refuses. Anything else is a fault of the code and keeps it
 import errno
 from pathlib import Path
 
-from longterm.rundir import RunDirError
+from longterm.store.run_dir import RunDirError
 
 
 class RunError(RuntimeError):
@@ -18,7 +18,7 @@ class RunError(RuntimeError):
 
 
 # The lines of the jobs of this process's multirun that stopped so (src/train.py): the sweep
-# goes on, and ends non-zero once its table is printed (longterm.multirun.JobsTable).
+# goes on, and ends non-zero once its table is printed (longterm.sweeps.multirun.JobsTable).
 FAILED_JOBS: list[str] = []
 
 

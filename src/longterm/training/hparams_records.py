@@ -33,7 +33,7 @@ from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from longterm.choices import DATA, LENGTHS, LOSSES, POOLS
-from longterm.rundir import event_files
+from longterm.store.run_dir import event_files
 
 # Named by conf files, not listed: their values are given to `experiment` by the run.
 NAMED = ("task", "model")
@@ -195,7 +195,7 @@ def open_session(
 
     A resumed run finds the start record of its first process and writes none, so the run keeps
     one. A session end left by an earlier process (a failed run rerun; a finished run continued
-    to a larger epoch limit, longterm.continue_run), or a start record of other settings, is
+    to a larger epoch limit, longterm.store.continue_run), or a start record of other settings, is
     removed first, and the start is written again.
     """
     found = records(run_dir)

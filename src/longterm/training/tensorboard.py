@@ -1,7 +1,7 @@
 """What the TensorBoard logger records besides the module's own metrics, so that the Scalars tab
 opens on `train/` and `val/`: tags without a group (Lightning's `epoch`, LearningRateMonitor's
 `lr-Adam`) sort before them. The epochs a run trained are `verdict/epochs` at its end
-(longterm.hparams)."""
+(longterm.training.hparams_records)."""
 
 from collections.abc import Mapping
 

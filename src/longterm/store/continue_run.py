@@ -5,13 +5,13 @@ a command with a larger limit names another directory. This copies the old run's
 TensorBoard event files into that directory, so that the new command resumes from the old run's last
 epoch (docs/reliability.md, "Raising the epoch limit"):
 
-    python -m longterm.continue_run <old run dir> <new run dir>
+    python -m longterm.store.continue_run <old run dir> <new run dir>
     python src/train.py <the old command with the larger trainer.max_epochs>
 
 The data stream is keyed by epoch and batch index, so the continued run ends with the same
 metrics as a run started with the larger limit. Lightning's checkpoint callback keeps absolute
 paths, and restores its best score only when its directory is unchanged, so those paths are
-rewritten to the new directory. The old run may be an archived one (`runs/`, longterm.archive).
+rewritten to the new directory. The old run may be an archived one (`runs/`, longterm.store.archive).
 """
 
 import argparse
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
-from longterm.rundir import CHECKPOINTS, event_files
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.store.run_dir import CHECKPOINTS, event_files
 
 
 def moved(value: object, old: str, new: str) -> object:
@@ -36,7 +36,7 @@ def moved(value: object, old: str, new: str) -> object:
 def relocate(checkpoint: Path, target: Path, run_dir: Path) -> None:
     """Write `checkpoint` to `target` with the paths its callbacks recorded moved from the run
     directory they were written in (recorded in the checkpoint: the parent of each callback's
-    `dirpath`) to `run_dir`; the source may be an archived copy (longterm.archive)."""
+    `dirpath`) to `run_dir`; the source may be an archived copy (longterm.store.archive)."""
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
     callbacks = state["callbacks"]
     for old in {str(Path(v["dirpath"]).parent) for v in callbacks.values() if "dirpath" in v}:

@@ -50,7 +50,7 @@ ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
 
 
 class TaskSection(Section):
-    """A task: its generator by import path (longterm.plugins), what it labels and how it is
+    """A task: its generator by import path (longterm.plugins.resolve), what it labels and how it is
     scored; whether the generator gives what the section declares is checked in config.py."""
 
     name: Name
@@ -146,7 +146,7 @@ class ParallelLauncher(Section):
 class PackedLauncher(ParallelLauncher):
     """The jobs of a multirun that differ only in lr, seed and trainer.max_epochs train as members
     of packs, one process each, packs side by side as under launcher=parallel
-    (conf/launcher/packed.yaml, longterm.pack); `members`: the most members of one pack."""
+    (conf/launcher/packed.yaml, longterm.sweeps.pack); `members`: the most members of one pack."""
 
     name: Literal["packed"]
     members: Annotated[Any, count_or_auto(1)]

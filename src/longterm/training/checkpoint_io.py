@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
-from longterm.faults import oserror
+from longterm.training.faults import oserror
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -7,7 +7,7 @@ Hydra's own keys), then the other overrides applied as values to the result, by 
 ConfigLoaderImpl._apply_overrides_to_config. The first step is the slow one (about a quarter of
 a second on 2 cores); jobs that differ only in values (lr, seed, T0) share it. Here it runs once
 per set of such overrides, and the second step is Hydra's function applied to a copy. Used by
-the command-line check (longterm.preflight) and by every launcher through the sweeper
+the command-line check (longterm.config.command_line) and by every launcher through the sweeper
 (hydra_plugins/longterm_launcher/sweeper.py); tests/test_compositions.py holds the result equal
 to Hydra's own composition, Hydra's section included.
 """

@@ -20,7 +20,7 @@ its own parameters. A member's parameters, val_acc_history, epochs and status ar
 those of the run alone (tests/test_packed.py).
 
 On an accelerator (`launcher.vectorise=auto`, fixed-length data) the members are stacked instead
-(longterm.stacked): one update of every member is a fixed number of ops, and not equal to the bit.
+(longterm.sweeps.stacked): one update of every member is a fixed number of ops, and not equal to the bit.
 
 A member stops on its own while the others go on:
 - solved, or at its own `trainer.max_epochs` (lr_race's cap): at the end of the epoch, as alone;
@@ -53,14 +53,16 @@ from pytorch_lightning.trainer.states import TrainerFn
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 
-from longterm.callbacks import DeferSignal
 from longterm.choices import AUTO
-from longterm.config import ConfigError, validate
-from longterm.data import KeyedBatches, TaskDataModule, keyed_loader
-from longterm.faults import RunError, explain
+from longterm.config.validate import ConfigError, validate
 from longterm.models.ops import counted_ops
-from longterm.module import MemoryTaskModule
-from longterm.run import (
+from longterm.store.run_dir import checkpoint_step, claim
+from longterm.sweeps.stacked import StackedMembers, own_tensors
+from longterm.training.callbacks import DeferSignal
+from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
+from longterm.training.faults import RunError, explain
+from longterm.training.module import MemoryTaskModule
+from longterm.training.run import (
     already_finished,
     build_model,
     check_memory,
@@ -78,8 +80,6 @@ from longterm.run import (
     saved_checkpoint,
     take_budget,
 )
-from longterm.rundir import checkpoint_step, claim
-from longterm.stacked import StackedMembers, own_tensors
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class PackModule(L.LightningModule):
     as `<i>/<name>` (PackLogger hands them to the member's own logger); its training loss is
     logged by MemberHooks (one `self.log` per member and step would cost more than the step).
 
-    `vectorise`: `auto` stacks the members (longterm.stacked) on an accelerator, `True` on any
+    `vectorise`: `auto` stacks the members (longterm.sweeps.stacked) on an accelerator, `True` on any
     device, `False` never; only where every seed's batches have one shape (`same_shapes`: fixed
     lengths). Elsewhere the members run one after another, each as its run alone (exact)."""
 
@@ -253,7 +253,7 @@ class PackOptimizer(torch.optim.Optimizer):
 
 
 class OwnTensors(L.Callback):
-    """A member's checkpoint written with tensors of their own (longterm.stacked.own_tensors)."""
+    """A member's checkpoint written with tensors of their own (longterm.sweeps.stacked.own_tensors)."""
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: Any, checkpoint: dict) -> None:
         if getattr(pl_module, "stacked_member", False):
@@ -651,7 +651,7 @@ def record_pack_failure(
     members: list[Member], trainer: L.Trainer, error: BaseException, seconds: float
 ) -> list[dict[str, Any] | RunError]:
     """Record every member that `error` stopped as `run.fit` records a run, then raise it again
-    (a SIGTERM's exit as `interrupted`), or return its one line for each (longterm.faults)."""
+    (a SIGTERM's exit as `interrupted`), or return its one line for each (longterm.training.faults)."""
     exit_: SystemExit | None = None
     for member in members:
         if member.state == ENDED:

@@ -10,8 +10,8 @@ the collector and `continue_run` read from each run of a sweep, and nothing else
                                                        a run that may be continued, resumed or
                                                        evaluated
 
-    python -m longterm.archive put outputs/table1_long outputs/variable_length_100
-    python -m longterm.archive get runs/table1_long            # back into outputs/table1_long
+    python -m longterm.store.archive put outputs/table1_long outputs/variable_length_100
+    python -m longterm.store.archive get runs/table1_long            # back into outputs/table1_long
 
 A run is beaten when it ended unsolved at its epoch limit while another learning rate of its cell
 (the same task, model, pooling, lengths and seed in the sweep) solved within that limit: under the
@@ -25,7 +25,7 @@ when the archive would grow past BUDGET_MB. A checkpoint that holds the training
 archived copy (one that `get` only relocated) keeps the archived bytes, so that putting back an
 unchanged sweep changes nothing in the repository. `get` copies an archived sweep back to where its
 commands run, so that rerunning a command resumes its unfinished runs from last.ckpt, and
-`python -m longterm.continue_run` takes a finished run to a larger epoch limit; it never
+`python -m longterm.store.continue_run` takes a finished run to a larger epoch limit; it never
 overwrites a run directory that exists.
 """
 
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import torch
 
-from longterm.continue_run import relocate
-from longterm.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD, read_result
-from longterm.rundir import CHECKPOINTS, event_files
+from longterm.store.continue_run import relocate
+from longterm.store.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD, read_result
+from longterm.store.run_dir import CHECKPOINTS, event_files
 
 ARCHIVE = Path("runs")
 OUTPUTS = Path("outputs")
@@ -141,7 +141,7 @@ def put(sweeps: list[Path], archive: Path = ARCHIVE, budget_mb: float = BUDGET_M
     if total > budget_mb:
         raise ArchiveError(
             f"the archive would hold {total:.1f} MB, over its budget of {budget_mb:g} MB "
-            f"(longterm.archive.BUDGET_MB): archive fewer sweeps, or fewer unsolved runs"
+            f"(longterm.store.archive.BUDGET_MB): archive fewer sweeps, or fewer unsolved runs"
         )
     archive.mkdir(parents=True, exist_ok=True)
     for sweep, files in plans.items():

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from longterm.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
 
 LOCK_FILE = ".lock"
 CHECKPOINTS = "checkpoints"  # conf/callbacks/default.yaml: last.ckpt and best.ckpt

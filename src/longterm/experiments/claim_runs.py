@@ -1,10 +1,10 @@
 """The claims sweep: the runs behind docs/claims.md (longterm.analysis.claims), and a timer that
 measures what each of its models costs per update, from which its budget is set.
 
-    python -m longterm.experiments.claims                  # the sweep's commands
-    python -m longterm.experiments.claims --run            # run them, two processes of one thread
-    python -m longterm.experiments.claims --time 30        # seconds per update of every job kind
-    python -m longterm.experiments.claims --vocab          # the large table's size, derived
+    python -m longterm.experiments.claim_runs                  # the sweep's commands
+    python -m longterm.experiments.claim_runs --run            # run them, two processes of one thread
+    python -m longterm.experiments.claim_runs --time 30        # seconds per update of every job kind
+    python -m longterm.experiments.claim_runs --vocab          # the large table's size, derived
     python -m longterm.analysis.claims outputs/claims --out docs/claims.md
 
 Every job is `python src/train.py experiment=claims ...` (conf/experiment/claims.yaml: T0, the
@@ -100,7 +100,7 @@ def commands() -> list[list[str]]:
 
 def claims_config(overrides: list[str]):
     """conf/train.yaml under experiment=claims with these overrides, validated."""
-    from longterm.config import validate
+    from longterm.config.validate import validate
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("train", overrides=["experiment=claims", *overrides])
@@ -112,7 +112,7 @@ def shared_parameters(model: list[str], vocab: int) -> int:
     """The parameters of the input embedding and the head of `model` on fixed_knowledge with
     `vocab` tokens: the parts every model of the claims has, where a table can be held whatever
     the layers between them (docs/tasks.md)."""
-    from longterm.run import build_model
+    from longterm.training.run import build_model
 
     net = build_model(claims_config([KNOWLEDGE, f"task.params.vocab={vocab}", *model])).net
     return sum(p.numel() for part in (net.encoder.embed, net.head) for p in part.parameters())
@@ -139,7 +139,7 @@ def print_vocab_derivation() -> None:
     """The numbers behind `knowledge_vocab` (docs/tasks.md quotes them): the table's bits and
     each model's embedding and head at the derived V and at V - 1, and the parameters of the
     layers' own memories that can hold the table instead."""
-    from longterm.run import build_model
+    from longterm.training.run import build_model
 
     vocab, bits = knowledge_vocab(), math.log2(CLASSES)
     print(f"knowledge_vocab() = {vocab} at {BITS_PER_PARAMETER} bits per parameter")
@@ -163,8 +163,8 @@ def print_vocab_derivation() -> None:
 def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
     """Forward, backward and an Adam step on freshly generated training batches, as a run does
     them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
-    from longterm.batches import TRAIN, batch_rng
-    from longterm.run import build_model, instantiate_named
+    from longterm.training.batches import TRAIN, batch_rng
+    from longterm.training.run import build_model, instantiate_named
 
     cfg = claims_config(overrides)
     module = build_model(cfg).train()

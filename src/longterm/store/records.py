@@ -21,7 +21,7 @@ RESULT_FILE = "result.json"
 FINAL_STATUSES = ("solved", "max_epochs", "diverged")
 # A launcher's record of its invocations in a sweep directory (longterm.experiments.lr_race).
 SWEEP_RECORD = "sweep.json"
-# Every `src/train.py -m` command run in a sweep directory, oldest first (longterm.multirun).
+# Every `src/train.py -m` command run in a sweep directory, oldest first (longterm.sweeps.multirun).
 COMMANDS_RECORD = "commands.json"
 
 

@@ -2,7 +2,7 @@
 launched the sweep, whatever the launcher: `RecordCommand` appends the command to the sweep
 directory's commands.json (the collector's sweeps.md lists every command a directory was run
 with), and `JobsTable` ends the sweep with a table of its jobs: settings (the job's directory
-name, longterm.naming), status, best validation accuracy and epochs."""
+name, longterm.config.run_names), status, best validation accuracy and epochs."""
 
 import sys
 from pathlib import Path
@@ -12,8 +12,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from tabulate import tabulate
 
-from longterm.faults import FAILED_JOBS
-from longterm.records import (
+from longterm.store.records import (
     COMMANDS_RECORD,
     RESULT_FILE,
     append_record,
@@ -21,6 +20,7 @@ from longterm.records import (
     now,
     read_result,
 )
+from longterm.training.faults import FAILED_JOBS
 
 
 def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:

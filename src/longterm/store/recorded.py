@@ -1,0 +1,47 @@
+"""A run's recorded config as the package reads it today: the one place that maps the import
+paths of classes that moved.
+
+A run records its composed config (result.json's `config`, `.hydra/config.yaml`) with the
+`_target_` of its data module, readout, logger and callbacks. When the package was split into
+subpackages those classes moved (`longterm.callbacks.StopWhenSolved` is now
+`longterm.training.callbacks.StopWhenSolved`); a run made before, in a user's `outputs/`, is
+evaluated and continued through this map. The archive `runs/` was rewritten once to today's
+paths, so it needs none of it.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from longterm.store.records import read_result
+
+# module of a class before the subpackages -> its module now (only modules that held a class a
+# config names by `_target_`)
+MOVED = {
+    "longterm.callbacks": "longterm.training.callbacks",
+    "longterm.logger": "longterm.training.tensorboard",
+    "longterm.data": "longterm.training.data",
+    "longterm.pooling": "longterm.models.readouts",
+}
+
+
+def current_path(path: str) -> str:
+    """`path` (`package.module.Class`) with a moved module replaced by where it is now."""
+    module, _, name = path.rpartition(".")
+    return f"{MOVED[module]}.{name}" if module in MOVED else path
+
+
+def current_paths(config: Any) -> Any:
+    """`config` (a recorded config, as plain containers) with every `_target_` current."""
+    if isinstance(config, dict):
+        return {
+            k: current_path(v) if k == "_target_" and isinstance(v, str) else current_paths(v)
+            for k, v in config.items()
+        }
+    if isinstance(config, list):
+        return [current_paths(v) for v in config]
+    return config
+
+
+def recorded_config(run_dir: str | Path) -> dict[str, Any]:
+    """The config the run in `run_dir` recorded in result.json, with today's import paths."""
+    return current_paths(read_result(run_dir)["config"])
