@@ -55,10 +55,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from longterm.config.builtins import generator_of
 from longterm.models.ops import meta_batch, update_ops
 from longterm.store.records import git_commit, machine
-from longterm.sweeps.pack import pack_update_ops
+from longterm.sweeps.pack_ops import pack_update_ops
 from longterm.tasks import default_width
 from longterm.training.batches import FixedLengthBatches, batch_rng
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
 B = 100

@@ -23,21 +23,21 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from longterm.training.faults import FAILED_JOBS, RunError
-    from longterm.training.run import (
-        train,  # torch and Lightning load only once the command line is good
-    )
+    # torch and Lightning load only once the command line is good
+    from longterm.sweeps.failures import FAILURES
+    from longterm.training.faults import RunError
+    from longterm.training.run import train
 
     try:
         return train(cfg)["best_acc"]
-    except RunError as e:  # the run's situation, not the code: one line (longterm.training.faults)
+    except RunError as e:  # the run's situation, not the code: one line (training/faults.py)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         if HydraConfig.get().mode != RunMode.MULTIRUN:
             sys.exit(f"error: {e}")
-        # a sweep's other jobs go on; it ends with its table, then exits non-zero (multirun.py)
+        # a sweep's other jobs go on; it ends with its table, then exits non-zero (sweeps/)
         print(f"error: {e}", file=sys.stderr, flush=True)
-        FAILED_JOBS.append(str(e))
+        FAILURES.report(str(e))
         return None
 
 

@@ -8,6 +8,7 @@ from conftest import CONF, quick, train_py
 from longterm.analysis.arch_runs import load
 from longterm.analysis.order_battery import main
 from longterm.analysis.references import references
+from longterm.config.builtins import generator_of
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
 
@@ -25,7 +26,7 @@ def test_the_battery_launches_every_architecture_on_every_task():
 def test_references_on_a_large_validation_set():
     data = {
         "name": "fixed",
-        "task": "temporal_order",
+        "task": generator_of("temporal_order"),
         "T0": 30,
         "seed": 0,
         "lengths": "per_sequence",
@@ -37,7 +38,7 @@ def test_references_on_a_large_validation_set():
     }
     chance, ceiling = references(data, "cross_entropy")
     assert abs(chance - 0.25) < 0.01 and abs(ceiling - 0.75) < 0.01
-    recall = {**data, "task": "associative_recall", "task_params": {"k": 2}}
+    recall = {**data, "task": generator_of("associative_recall"), "task_params": {"k": 2}}
     chance, ceiling = references(recall, "cross_entropy")
     assert abs(chance - 1 / 16) < 0.01 and ceiling is None
     assert references({**data, "task": "addition"}, "mse") == (None, None)

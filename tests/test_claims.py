@@ -28,7 +28,7 @@ from longterm.experiments.claim_runs import (
     shared_parameters,
 )
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 
 def stats(name: str, *accs: float) -> Stats:

@@ -12,7 +12,7 @@ from conftest import CONF, QUICK, read_json, run_once, train_py
 
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
-from longterm.store.continue_run import relocate
+from longterm.store.checkpoints import relocate
 
 
 def error_line(stderr: str) -> str:

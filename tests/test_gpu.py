@@ -8,7 +8,7 @@ from conftest import composed
 from longterm.config.builtins import generator_of
 from longterm.models import fused
 from longterm.training.batches import FixedLengthBatches, batch_rng
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 pytestmark = [
     pytest.mark.gpu,

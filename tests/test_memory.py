@@ -6,7 +6,7 @@ from conftest import QUICK, composed, sweep_results, train_py
 from omegaconf import OmegaConf
 
 from longterm.training.memory_estimate import GiB, activation_bytes, available_bytes, memory_error
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 
 def sections(cfg) -> tuple[dict, dict]:

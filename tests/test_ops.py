@@ -8,7 +8,7 @@ from conftest import composed
 from longterm.models.fused import CHUNK_BYTES, plan
 from longterm.models.ops import meta_batch, update_ops
 from longterm.tasks import default_width
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 
 def ops(T0: int, *overrides: str) -> int:

@@ -14,9 +14,9 @@ from conftest import QUICK, composed, metrics, quick, read_json, start, train_py
 from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
 from longterm.analysis.events import scalars
 from longterm.models.ops import meta_batch, update_ops
-from longterm.sweeps.pack import pack_update_ops
+from longterm.sweeps.pack_ops import pack_update_ops
 from longterm.tasks import default_width
-from longterm.training.run import build_model
+from longterm.training.parts import build_model
 
 
 def test_jobs_that_differ_in_lr_seed_and_epoch_limit_share_a_pack():

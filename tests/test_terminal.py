@@ -4,7 +4,7 @@ val/acc on a terminal; one line per epoch when piped; a table of the jobs at a m
 import pytorch_lightning as L
 from conftest import composed, quick, train_py
 
-from longterm.training.run import build_model, instantiate_named
+from longterm.training.parts import build_model, instantiate_named
 from longterm.training.terminal import EpochBar
 
 SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off

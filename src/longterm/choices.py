@@ -1,5 +1,5 @@
 """The allowed values of every choice a user makes, in one module with no imports: the schema
-(config.py), the data and the models all read them from here."""
+(config/), the data and the models all read them from here."""
 
 # Models and tasks are not listed here: each is the conf file that names it, and its encoder or
 # generator by import path (longterm.plugins.resolve), the built-ins' as a user's.
@@ -22,8 +22,8 @@ ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerat
 # model.impl=fused: the feedforward model's encoder and pooling in one pass (models/fused.py)
 FUSED_ENCODER = "longterm.models.feedforward.StepEncoder"
 FUSED_POOLS = ("attention", "mean")
-# A count resolved when the run starts: data.num_workers (data.py: feed_workers) and
-# callbacks.stop_on_divergence.every_n_updates (callbacks.py: StopOnDivergence).
+# A count resolved when the run starts: data.num_workers (training/data.py: feed_workers) and
+# callbacks.stop_on_divergence.every_n_updates (training/callbacks.py: StopOnDivergence).
 AUTO = "auto"
 # The keys in which the members of one pack (launcher=packed) may differ.
 PACK_MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")
@@ -82,3 +82,7 @@ def targets_error(
             "(its encoder says causal = False); use a causal model"
         )
     return None
+
+# §2.2: a regression target counts as correct when |y_hat - y| < TOLERANCE (training/metrics.py;
+# the contract check's chance level, config/contract_check.py).
+TOLERANCE = 0.04

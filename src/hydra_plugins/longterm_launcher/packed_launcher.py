@@ -44,7 +44,7 @@ from hydra_plugins.longterm_launcher.parallel_launcher import (
     with_budget,
 )
 from longterm.choices import AUTO, PACK_MEMBER_KEYS
-from longterm.training.faults import FAILED_JOBS
+from longterm.sweeps.failures import FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ class PackedLauncher(ParallelLauncher):
         returns: dict[int, JobReturn] = {}
         position = 0
         for result, lines in done:
-            FAILED_JOBS.extend(lines)
+            FAILURES.report(*lines)
             for ret in result if isinstance(result, list) else [result]:
                 returns[order[position]] = ret
                 position += 1

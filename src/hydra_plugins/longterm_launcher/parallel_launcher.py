@@ -33,7 +33,7 @@ from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
 from joblib import Parallel, delayed
 
 from longterm.choices import AUTO
-from longterm.training.faults import FAILED_JOBS
+from longterm.sweeps.failures import FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +84,9 @@ def thread_environment(threads: int) -> Iterator[None]:
 
 def run_one(*args: Any) -> tuple[JobReturn, list[str]]:
     """One job in a worker: its JobReturn, and the one-line errors it stopped with."""
-    before = len(FAILED_JOBS)
+    before = FAILURES.mark()
     ret = execute_job(*args)
-    return ret, FAILED_JOBS[before:]
+    return ret, FAILURES.since(before)
 
 
 class ParallelLauncher(JoblibLauncher):
@@ -128,7 +128,7 @@ class ParallelLauncher(JoblibLauncher):
                 for i, overrides in enumerate(job_overrides)
             )
         for _, lines in done:
-            FAILED_JOBS.extend(lines)
+            FAILURES.report(*lines)
         return [ret for ret, _ in done]
 
 

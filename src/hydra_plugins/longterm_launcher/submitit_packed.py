@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.longterm_launcher.packed_launcher import plan_packs, run_pack
 from longterm.choices import AUTO
-from longterm.training.faults import FAILED_JOBS
+from longterm.sweeps.failures import FAILURES
 
 
 class SubmititPack:
@@ -136,7 +136,7 @@ class PackedSubmitit(BaseSubmititLauncher):
         returns: dict[int, JobReturn] = {}
         for members, job in zip(packs, pack_jobs, strict=True):
             member_returns, errors = job.results()[0]
-            FAILED_JOBS.extend(errors)
+            FAILURES.report(*errors)
             returns.update(zip(members, member_returns, strict=True))
         for i, job in zip(singles, single_jobs, strict=True):
             returns[i] = job.results()[0]

@@ -14,14 +14,16 @@ tests/test_compositions.py holds every job's config equal to Hydra's.
 from dataclasses import dataclass
 from typing import Any
 
-from hydra._internal.config_loader_impl import get_overrides_dirname
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper, BasicSweeperConf
 from hydra.core.config_loader import ConfigLoader
 from hydra.core.config_store import ConfigStore
 from hydra.types import HydraContext, RunMode, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from longterm.config.compositions import Compositions
+from longterm.config.hydra_internals import basic_sweeper, get_overrides_dirname
+
+# read when Hydra's plugin scan executes this module: the classes the scan has just made
+BasicSweeper, BasicSweeperConf = basic_sweeper.BasicSweeper, basic_sweeper.BasicSweeperConf
 
 
 class SharedCompositions(ConfigLoader):

@@ -26,7 +26,7 @@ from longterm.store.run_dir import CHECKPOINTS
 from longterm.tasks import NO_TARGET
 from longterm.tasks.algorithmic import replay
 from longterm.training.module import MemoryTaskModule
-from longterm.training.run import build_model, instantiate_named
+from longterm.training.parts import build_model, instantiate_named
 
 log = logging.getLogger("longterm.analysis.collect")
 

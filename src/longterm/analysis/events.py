@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.store.run_dir import events_dir
-
 # TensorBoard logs a line per event file it opens, and warns of every resumed run ("out of order
 # event.step ... a TensorFlow restart") when it drops the steps after the resume point that the
 # earlier process had logged: that is how a resumed run's curve is meant to read. Errors only.
@@ -19,7 +17,7 @@ def accumulator(run_dir: str | Path):
     of long curves)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    events = EventAccumulator(str(events_dir(run_dir)), size_guidance={"scalars": 0})
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()
     return events
 

@@ -9,7 +9,7 @@ time to its limit at that pace (a run of the learning-rate race may stop sooner:
 solved). Everything is read from what a run writes while it trains, so it works on runs that
 are still going: the validation curve from its TensorBoard events (result.json is written only
 when a process ends), the limit from `.hydra/config.yaml`, and whether a process holds the run
-from the lock `rundir.claim` takes (`held`).
+from the lock `store/run_dir.py: claim` takes (`held`).
 """
 
 import argparse
@@ -33,7 +33,7 @@ VAL_ACC = "val/acc"  # module.py: logged once per epoch
 def held(run_dir: Path) -> bool:
     """Whether a process holds `run_dir`'s lock now: the lock file's inode among the flock
     locks in /proc/locks (Linux). Read only: taking the lock to test it could refuse a run that
-    starts at that moment. Elsewhere, whether the pid `rundir.claim` wrote there is alive. A
+    starts at that moment. Elsewhere, whether the pid `store/run_dir.py: claim` wrote there is alive. A
     multirun's or a pack's one process outlives its finished runs: run_progress calls a held run
     running only while its result is not final at its epoch limit."""
     path = run_dir / LOCK_FILE

@@ -2,28 +2,18 @@
 (sweeps on the command line and in `hydra.sweeper.params` of an experiment) and validate each.
 
 A bad override then fails in a second with one line naming the key, the value and what is
-allowed, before any output directory exists or any job of a sweep has run. This sits beside
-`run.py` as the second module that knows Hydra: it is command-line glue, not part of a run.
-Importing it registers the resolvers that name run directories (`longterm.config.run_names`).
+allowed, before any output directory exists or any job of a sweep has run. The checks against
+the machine are config/machine_checks.py's; Hydra's private API is reached through
+config/hydra_internals.py. Importing it registers the resolvers that name run directories (`longterm.config.run_names`).
 """
 
-import difflib
-import inspect
 import itertools
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from hydra import compose
-from hydra._internal.hydra import Hydra
-from hydra._internal.utils import create_config_search_path
-from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
@@ -32,7 +22,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from longterm.config import run_names  # noqa: F401  registers the resolvers that name run directories
 from longterm.config.compositions import Compositions
-from longterm.config.schema import TrainerSection
+from longterm.config.hydra_internals import start_hydra
+from longterm.config.machine_checks import (
+    check_accelerator,
+    check_output_dir,
+    check_trainer_keys,
+    warn_without_accounting,
+)
 from longterm.config.validate import ConfigError, validate
 
 HYDRA_FLAGS = ("-m", "--multirun")
@@ -94,14 +90,7 @@ def composing(config_dir: Path, extra_dir: Path | None = None) -> Iterator[None]
     if extra_dir is not None and not extra_dir.is_dir():
         raise ConfigError(f"--config-dir={extra_dir} is invalid: no such directory")
     GlobalHydra.instance().clear()
-    search_path = create_config_search_path(str(config_dir.resolve()))
-    if extra_dir is not None:
-        search_path.prepend(
-            provider="command-line",
-            path=f"file://{extra_dir.resolve()}",
-            anchor=SearchPathQuery(provider="schema"),
-        )
-    Hydra.create_main_hydra2(task_name="train", config_search_path=search_path)
+    start_hydra(config_dir, extra_dir)
     try:
         yield
     finally:
@@ -157,93 +146,6 @@ def check_null_groups(overrides: list[str], config_dir: Path) -> None:
         options = sorted(p.stem for p in (config_dir / group).glob("*.yaml"))
         if value == "null" and options and group not in OPTIONAL_GROUPS:
             raise ConfigError(f"{group}=null is invalid: choose one of {', '.join(options)}")
-
-
-def check_accelerator(cfg: DictConfig) -> None:
-    """An accelerator asked for by name is one this machine has (Lightning's own test)."""
-    name = OmegaConf.select(cfg, "trainer.accelerator")
-    if name in (None, "auto", "cpu"):
-        return
-    from pytorch_lightning.accelerators import AcceleratorRegistry  # only when one is named
-
-    kind = "cuda" if name == "gpu" else name
-    if not AcceleratorRegistry.get(kind).is_available():
-        raise ConfigError(
-            f"trainer.accelerator={name} is invalid: this machine has no {name} "
-            "(trainer.accelerator=auto uses one when there is one)"
-        )
-
-
-# Trainer keys the project's own conf files set (conf/trainer/default.yaml, conf/launcher/
-# slurm.yaml) that the schema does not check: no need to ask Lightning about them.
-CONF_SET = ("_target_", "default_root_dir", "plugins")
-
-
-def check_trainer_keys(cfg: DictConfig) -> None:
-    """Every key of the trainer section is an argument of Lightning's Trainer (the schema checks
-    only the options it lists); Lightning is imported only when there is another key."""
-    trainer = cfg.get("trainer") or {}
-    others = [k for k in trainer if k not in TrainerSection.model_fields and k not in CONF_SET]
-    if not others:
-        return
-    from pytorch_lightning import Trainer
-
-    allowed = [name for name in inspect.signature(Trainer.__init__).parameters if name != "self"]
-    for key in others:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean trainer.{close[0]}?" if close else "see Trainer's arguments"
-            raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer: {hint}")
-
-
-def check_output_dir(cfg: DictConfig, multirun: bool) -> None:
-    """The run's (or the sweep's) directory can be made: its nearest existing folder takes a new
-    folder (tried with a temporary one, removed at once)."""
-    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
-    path = Path(OmegaConf.select(cfg, key)).absolute()
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    try:
-        if not existing.is_dir():
-            raise NotADirectoryError(f"{existing} is a file")
-        if existing != path or not os.access(path, os.W_OK | os.X_OK):
-            os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".preflight-"))
-    except OSError as e:
-        reason = e.strerror or str(e)
-        raise ConfigError(f"{key}={path} is invalid: cannot create it ({reason})") from None
-
-
-# Jobs of this user since now: an empty answer from a cluster whose accounting works.
-SACCT = ["sacct", "--noheader", "--allocations", "--starttime", "now"]
-
-
-def accounting_problem() -> str | None:
-    """Why `sacct` cannot report job states on this machine; None when it can, or when SLURM's
-    commands are not here at all (submitit then refuses the sweep itself)."""
-    if shutil.which("sbatch") is None:
-        return None
-    try:
-        out = subprocess.run(SACCT, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{SACCT[0]}: {e}"
-    if out.returncode == 0:
-        return None
-    lines = [line.strip() for line in (out.stderr + out.stdout).splitlines() if line.strip()]
-    return lines[-1] if lines else f"sacct exited with {out.returncode}"
-
-
-def warn_without_accounting(jobs: list[DictConfig]) -> None:
-    """A sweep sent to SLURM without accounting: say on one line that a job that dies without
-    its result would leave the sweep waiting (submitit learns a job's end from `sacct`)."""
-    if not any(OmegaConf.select(job, "launcher.name") == "slurm" for job in jobs):
-        return
-    problem = accounting_problem()
-    if problem:
-        print(
-            f"warning: launcher=slurm: sacct cannot report job states here ({problem}); "
-            "submitit follows jobs with it, so a job that ends without its result (scancel, out "
-            "of memory, a lost node) leaves this command waiting: docs/reliability.md, SLURM",
-            file=sys.stderr,
-        )
 
 
 def check_names(cfg: DictConfig, overrides: list[str]) -> None:

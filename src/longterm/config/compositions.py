@@ -14,10 +14,11 @@ to Hydra's own composition, Hydra's section included.
 
 from collections.abc import Callable, Sequence
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig
+
+from longterm.config.hydra_internals import apply_values
 
 
 class Compositions:
@@ -58,5 +59,5 @@ class Compositions:
         if choices not in self.by_choices:
             self.by_choices[choices] = self.compose(list(choices))
         cfg = self.by_choices[choices].copy()  # a deep copy (DictConfig.__copy__)
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+        apply_values(values, cfg)
         return cfg

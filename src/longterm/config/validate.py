@@ -1,5 +1,5 @@
 """Check a composed config before any work is done: `validate(cfg)` raises `ConfigError` with one
-line naming the key, the value and what is allowed. The keys and their rules are schema.py's; a
+line naming the key, the value and what is allowed. The keys and their rules are config/schema.py's; a
 model's own keys are its encoder's signature, and a task's generator is run once to see that it
 gives what its section declares (longterm.plugins.resolve).
 

@@ -112,7 +112,7 @@ def shared_parameters(model: list[str], vocab: int) -> int:
     """The parameters of the input embedding and the head of `model` on fixed_knowledge with
     `vocab` tokens: the parts every model of the claims has, where a table can be held whatever
     the layers between them (docs/tasks.md)."""
-    from longterm.training.run import build_model
+    from longterm.training.parts import build_model
 
     net = build_model(claims_config([KNOWLEDGE, f"task.params.vocab={vocab}", *model])).net
     return sum(p.numel() for part in (net.encoder.embed, net.head) for p in part.parameters())
@@ -139,7 +139,7 @@ def print_vocab_derivation() -> None:
     """The numbers behind `knowledge_vocab` (docs/tasks.md quotes them): the table's bits and
     each model's embedding and head at the derived V and at V - 1, and the parameters of the
     layers' own memories that can hold the table instead."""
-    from longterm.training.run import build_model
+    from longterm.training.parts import build_model
 
     vocab, bits = knowledge_vocab(), math.log2(CLASSES)
     print(f"knowledge_vocab() = {vocab} at {BITS_PER_PARAMETER} bits per parameter")
@@ -164,7 +164,7 @@ def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> f
     """Forward, backward and an Adam step on freshly generated training batches, as a run does
     them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
     from longterm.training.batches import TRAIN, batch_rng
-    from longterm.training.run import build_model, instantiate_named
+    from longterm.training.parts import build_model, instantiate_named
 
     cfg = claims_config(overrides)
     module = build_model(cfg).train()

@@ -47,7 +47,7 @@ def sequence_model(
     name: str | None = None,
     **own: Any,
 ) -> SequenceModel:
-    """The model whose encoder `encoder` names, of width `dim`, then `readout` (a pooling.py
+    """The model whose encoder `encoder` names, of width `dim`, then `readout` (a models/readouts.py
     module built for width `dim`) and MLPHead(dim, hidden, out_features). `name` labels it in
     messages.
 

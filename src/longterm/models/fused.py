@@ -8,7 +8,7 @@ softmax that carries O(B D) from one to the next. The score is bounded (tanh, or
 so exp(e_t) cannot overflow and no running maximum is needed on any backend. What the backward pass
 needs is the input, the pooling weight alpha_t and, for attention, alpha_t (1 - e_t^2) per step,
 O(B T (F + 2)); the states h are recomputed, except in a single chunk, where they are kept. The
-readable path (StepEncoder + pooling.py) keeps several (B, T, D) tensors and stays the reference
+readable path (StepEncoder + models/readouts.py) keeps several (B, T, D) tensors and stays the reference
 these kernels are tested against.
 
 Two backends compute the same function:
@@ -48,7 +48,7 @@ CHUNK_BYTES = 2**30  # the largest (B, chunk, D) tensor of model.impl=auto off t
 def plan(impl: str, x: Tensor, D: int, attention: bool) -> tuple[str, int]:
     """How the feedforward model runs on x (B, T, F) with states of width D under `impl`
     (model.impl: auto or fused) and attention or mean pooling: a backend of `encode_pool` (cpu or
-    chunked) and its chunk length, or `reference` (StepEncoder + pooling.py as written). The
+    chunked) and its chunk length, or `reference` (StepEncoder + models/readouts.py as written). The
     module docstring gives the rule."""
     if x.device.type == "cpu":
         return "cpu", STREAM_CHUNK

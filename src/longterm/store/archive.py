@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from longterm.store.continue_run import relocate
+from longterm.store.checkpoints import relocate
 from longterm.store.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD, read_result
 from longterm.store.run_dir import CHECKPOINTS, event_files
 

@@ -18,31 +18,9 @@ import argparse
 import shutil
 from pathlib import Path
 
-import torch
-
+from longterm.store.checkpoints import relocate
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
 from longterm.store.run_dir import CHECKPOINTS, event_files
-
-
-def moved(value: object, old: str, new: str) -> object:
-    """`value` with every path under `old` moved under `new` (strings and dict keys)."""
-    if isinstance(value, str):
-        return new + value[len(old) :] if value.startswith(old) else value
-    if isinstance(value, dict):
-        return {moved(k, old, new): moved(v, old, new) for k, v in value.items()}
-    return value
-
-
-def relocate(checkpoint: Path, target: Path, run_dir: Path) -> None:
-    """Write `checkpoint` to `target` with the paths its callbacks recorded moved from the run
-    directory they were written in (recorded in the checkpoint: the parent of each callback's
-    `dirpath`) to `run_dir`; the source may be an archived copy (longterm.store.archive)."""
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
-    callbacks = state["callbacks"]
-    for old in {str(Path(v["dirpath"]).parent) for v in callbacks.values() if "dirpath" in v}:
-        callbacks = moved(callbacks, old, str(run_dir.resolve()))
-    state["callbacks"] = callbacks
-    torch.save(state, target)
 
 
 def continue_run(old: str | Path, new: str | Path) -> Path:

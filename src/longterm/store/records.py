@@ -1,8 +1,8 @@
 """Run records: one `result.json` per run (what was run, how it ended, on what code and
 machine), and the `sweep.json` record a launcher keeps of its commands.
 
-The collector reads these files, never the logs. A file is written to a temporary name in the
-same directory and renamed, so a reader never sees half a file.
+The collector reads these files, never the logs. result.json is written whole or not at all
+(store/atomic.py).
 """
 
 import fcntl
@@ -10,10 +10,11 @@ import json
 import os
 import platform
 import subprocess
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from longterm.store.atomic import atomic_write
 
 RESULT_FILE = "result.json"
 # A run that ended with one of these is complete: rerunning its command does not train it again.
@@ -41,18 +42,8 @@ def append_record(path: Path, entry: dict[str, Any]) -> None:
 def write_result(run_dir: str | Path, result: dict[str, Any]) -> Path:
     """Atomically write `result` as `<run_dir>/result.json`."""
     path = Path(run_dir) / RESULT_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".result.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes the file private; a collector may run as another user
-        with os.fdopen(fd, "w") as f:
-            json.dump(result, f, indent=2, sort_keys=True, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:  # a full disk, say: the old record stays, and no half-written file
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, sync=True) as f:  # a full disk, say: the old record stays
+        json.dump(result, f, indent=2, sort_keys=True, default=str)
     return path
 
 

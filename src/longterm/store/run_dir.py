@@ -21,9 +21,8 @@ from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
 LOCK_FILE = ".lock"
 CHECKPOINTS = "checkpoints"  # conf/callbacks/default.yaml: last.ckpt and best.ckpt
 # conf/logger/tensorboard.yaml: TensorBoard's event files, in the run directory itself, so that
-# TensorBoard names the run by its directory. Runs made before kept them in `tb/`.
+# TensorBoard names the run by its directory.
 EVENTS = "events.out.tfevents.*"
-OLD_EVENTS_DIR = "tb"
 
 
 class RunDirError(RuntimeError):
@@ -60,19 +59,6 @@ def finished(run_dir: str | Path) -> dict[str, Any] | None:
     return result if result.get("status") in FINAL_STATUSES else None
 
 
-def events_dir(run_dir: str | Path) -> Path:
-    """The folder that holds a run's TensorBoard event files."""
-    old = Path(run_dir) / OLD_EVENTS_DIR
-    return old if old.is_dir() else Path(run_dir)
-
-
 def event_files(run_dir: str | Path) -> list[Path]:
     """A run's TensorBoard event files, in the order TensorBoard reads them (by name)."""
-    return sorted(events_dir(run_dir).glob(EVENTS))
-
-
-def checkpoint_step(path: str | Path) -> int:
-    """The number of optimiser updates stored in a Lightning checkpoint."""
-    import torch
-
-    return int(torch.load(path, map_location="cpu", weights_only=True)["global_step"])
+    return sorted(Path(run_dir).glob(EVENTS))

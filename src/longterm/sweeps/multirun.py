@@ -20,7 +20,7 @@ from longterm.store.records import (
     now,
     read_result,
 )
-from longterm.training.faults import FAILED_JOBS
+from longterm.sweeps.failures import FAILURES
 
 
 def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -52,8 +52,8 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
-        if FAILED_JOBS:
-            sys.exit(f"error: {len(FAILED_JOBS)} job(s) of the sweep stopped; each said why above")
+        if FAILURES:
+            sys.exit(f"error: {len(FAILURES)} job(s) of the sweep stopped; each said why above")
 
 
 def command(config: DictConfig) -> str:

@@ -22,64 +22,45 @@ those of the run alone (tests/test_packed.py).
 On an accelerator (`launcher.vectorise=auto`, fixed-length data) the members are stacked instead
 (longterm.sweeps.stacked): one update of every member is a fixed number of ops, and not equal to the bit.
 
-A member stops on its own while the others go on:
-- solved, or at its own `trainer.max_epochs` (lr_race's cap): at the end of the epoch, as alone;
-- diverged in mid-epoch: it trains no more and, as alone, is validated at once (its own pass over
-  the same validation batches), its epoch-end callbacks run and it ends. Its checkpoints then
-  hold the pack's loop counters at that batch; the run is final and never resumed.
+A member stops on its own while the others go on (sweeps/members.py).
 Resumption: each member resumes from its own last.ckpt; members whose checkpoints stand at other
 updates (a pack killed while it wrote them) train as packs of their own.
 
-Shapes: a training item is a tuple of batches, one per seed (x (B, T, F), y (B,), mask (B, T)).
+The pack's Lightning objects are in sweeps/pack_module.py, its members' in sweeps/members.py.
 """
+
 
 import logging
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
-from pytorch_lightning.loggers import Logger
-from pytorch_lightning.trainer import call
-from pytorch_lightning.trainer.states import TrainerFn
-from torch import Tensor, nn
-from torch.utils.data import DataLoader, Dataset
 
 from longterm.choices import AUTO
 from longterm.config.validate import ConfigError, validate
-from longterm.models.ops import counted_ops
-from longterm.store.run_dir import checkpoint_step, claim
-from longterm.sweeps.stacked import StackedMembers, own_tensors
+from longterm.store.run_dir import claim
+from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
+from longterm.sweeps.pack_module import OwnTensors, PackData, PackModule, PackOptimizer
 from longterm.training.callbacks import DeferSignal
-from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
 from longterm.training.faults import RunError, explain
-from longterm.training.module import MemoryTaskModule
-from longterm.training.run import (
-    already_finished,
-    build_model,
-    check_memory,
-    close_record,
+from longterm.training.library_internals import attach_unfitted, load_callback_states
+from longterm.training.parts import (
+    assemble,
     instantiate_named,
-    last_checkpoint,
-    open_record,
-    outcome,
-    quiet_library_logs,
-    record_failure,
-    resumable,
     run_callbacks,
-    run_logger,
     run_trainer,
     saved_checkpoint,
-    take_budget,
 )
+from longterm.training.quiet import quiet_libraries
+from longterm.training.record import open_record, outcome, record_failure
+from longterm.training.run import already_finished
 
 log = logging.getLogger(__name__)
 
@@ -94,429 +75,13 @@ def packable(cfg: DictConfig) -> bool:
     return cfg.model.name in PACKABLE_MODELS and cfg.pool.name in PACKABLE_POOLS
 
 
-class StreamBatches(Dataset):
-    """Item (epoch, index): the batch of that key from each seed's stream."""
-
-    def __init__(self, streams: list[KeyedBatches]):
-        self.streams = streams
-
-    def __getitem__(self, key: tuple[int, int]) -> tuple:
-        return tuple(stream[key] for stream in self.streams)
-
-
-class PackData(L.LightningDataModule):
-    """The data of a pack: each seed's training batches and validation set (data.py), zipped."""
-
-    def __init__(self, streams: list[TaskDataModule]):
-        super().__init__()
-        self.streams = streams
-
-    def setup(self, stage: str | None = None) -> None:
-        for stream in self.streams:
-            stream.setup(stage)
-
-    def device_type(self) -> str:
-        return "cpu" if self.trainer is None else self.trainer.strategy.root_device.type
-
-    def train_dataloader(self) -> DataLoader:
-        first = self.streams[0]
-        batches = StreamBatches([s.keyed_batches() for s in self.streams])
-        return keyed_loader(batches, first.batches_per_epoch, first.num_workers, self.device_type())
-
-    def val_dataloader(self) -> DataLoader:
-        batches = list(zip(*(s.validation for s in self.streams), strict=True))
-        return DataLoader(batches, batch_size=None, pin_memory=self.device_type() == "cuda")
-
-
-class PackModule(L.LightningModule):
-    """The members' modules side by side; `active` lists the members that train now, and
-    member i reads the batches of seed stream `streams[i]`. Logs member i's validation metrics
-    as `<i>/<name>` (PackLogger hands them to the member's own logger); its training loss is
-    logged by MemberHooks (one `self.log` per member and step would cost more than the step).
-
-    `vectorise`: `auto` stacks the members (longterm.sweeps.stacked) on an accelerator, `True` on any
-    device, `False` never; only where every seed's batches have one shape (`same_shapes`: fixed
-    lengths). Elsewhere the members run one after another, each as its run alone (exact)."""
-
-    def __init__(
-        self,
-        members: list[MemoryTaskModule],
-        streams: list[int],
-        vectorise: bool | str = "auto",
-        same_shapes: bool = False,
-    ):
-        super().__init__()
-        self.members = nn.ModuleList(members)
-        self.streams = streams
-        self.vectorise, self.same_shapes = vectorise, same_shapes
-        self.active: list[int] = list(range(len(members)))
-        self.losses: Mapping[int, Tensor] = {}  # each training member's loss at the last step
-        self.optimizer: PackOptimizer | None = None
-        self.stacked: StackedMembers | None = None
-
-    def on_train_start(self) -> None:
-        # after Lightning has restored the members' weights and Adam states (a resumed pack)
-        wanted = self.vectorise is True or (self.vectorise == AUTO and self.device.type != "cpu")
-        if wanted and self.same_shapes:
-            assert self.optimizer is not None
-            self.stacked = StackedMembers(list(self.members), self.optimizer.optimizers)
-            for member in self.members:
-                member.stacked_member = True
-            self.stream_index = torch.tensor(self.streams, device=self.device)
-            self.activity_changed()
-
-    def activity_changed(self) -> None:
-        """`active` has changed: the stacked path's masks follow (one copy, not one per update)."""
-        if self.stacked is not None:
-            host = torch.zeros(len(self.members), dtype=torch.bool)
-            host[self.active] = True
-            self.active_host, self.active_mask = host, host.to(self.device)
-
-    def training_step(self, batches: tuple, batch_idx: int) -> Tensor | None:
-        if self.stacked is not None:
-            x, y, mask = (torch.stack(t)[self.stream_index] for t in zip(*batches, strict=True))
-            losses = self.stacked.losses(x, y, mask)
-            self.losses = Rows(losses, list(self.active))
-            # d(sum)/d(loss_i) = 1; a member that stopped is left out (its loss may be NaN)
-            return torch.where(self.active_mask, losses, 0).sum() if self.active else None
-        self.losses = {}
-        for i in self.active:
-            batch = batches[self.streams[i]]
-            self.losses[i] = self.members[i].step_loss(batch)
-        # d(sum)/d(loss_i) = 1 exactly: each member's gradients are those of its run alone
-        return reduce(torch.add, self.losses.values()) if self.losses else None
-
-    def validation_step(self, batches: tuple, batch_idx: int) -> None:
-        for i in self.active:
-            batch = batches[self.streams[i]]
-            for name, value in self.members[i].val_metrics(batch).items():
-                self.log(f"{i}/{name}", value, batch_size=len(batch[1]))
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        assert self.optimizer is not None
-        return self.optimizer
-
-
-class Rows(Mapping):
-    """Member i -> row i of `values` (M,), for the members listed; read only when asked, so the
-    stacked update issues no op per member."""
-
-    def __init__(self, values: Tensor, members: list[int]):
-        self.values, self.members = values, members
-
-    def __getitem__(self, i: int) -> Tensor:
-        if i not in self.members:
-            raise KeyError(i)
-        return self.values[i]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.members)
-
-    def __len__(self) -> int:
-        return len(self.members)
-
-
-class PackOptimizer(torch.optim.Optimizer):
-    """The one optimizer Lightning steps: each member's own (its run's Adam), for the members
-    that trained in this step. Its state is the members' states, in member order."""
-
-    def __init__(self, optimizers: list[torch.optim.Optimizer], module: PackModule):
-        self.optimizers, self.module = optimizers, module
-        params = [p for o in optimizers for group in o.param_groups for p in group["params"]]
-        super().__init__(params, {})
-
-    def step(self, closure: Any = None) -> Any:
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        stacked = self.module.stacked
-        if stacked is not None:
-            stacked.step(self.module.active_mask, self.module.active_host)
-            return loss
-        for i in self.module.losses:
-            self.optimizers[i].step()
-        return loss
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        if self.module.stacked is not None:
-            self.module.stacked.zero_grad()
-        for optimizer in self.optimizers:
-            optimizer.zero_grad(set_to_none)
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"members": [o.state_dict() for o in self.optimizers]}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        for optimizer, state in zip(self.optimizers, state_dict["members"], strict=True):
-            optimizer.load_state_dict(state)
-
-
-class OwnTensors(L.Callback):
-    """A member's checkpoint written with tensors of their own (longterm.sweeps.stacked.own_tensors)."""
-
-    def on_save_checkpoint(self, trainer: L.Trainer, pl_module: Any, checkpoint: dict) -> None:
-        if getattr(pl_module, "stacked_member", False):
-            own_tensors(checkpoint)
-
-
-class MemberLog(logging.LoggerAdapter):
-    """Log lines of one member: its directory's name first on the console; the record carries
-    `member` (its run directory), by which a launcher writes it to the member's train.log."""
-
-    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        return f"{Path(self.extra['member']).name}: {msg}", {**kwargs, "extra": self.extra}
-
-
-TRAINING, ENDING, ENDED = "training", "ending", "ended"
-
-
-@dataclass(eq=False)
-class Member:
-    """One run of a pack and its own parts."""
-
-    cfg: DictConfig
-    run_dir: Path
-    module: MemoryTaskModule
-    optimizer: torch.optim.Optimizer
-    callbacks: list[L.Callback]
-    logger: Any  # the run's TensorBoardLogger, or False
-    trainer: L.Trainer  # never fitted: its callbacks, logger and checkpoints
-    ckpt: Path | None
-    resumed_at: int | None
-    say: MemberLog
-    index: int = 0
-    stream: int = 0
-    result: dict[str, Any] = field(default_factory=dict)
-    state: str = TRAINING
-    epochs: int | None = None  # the epochs of a member that ended in mid-epoch
-    started: float = 0.0
-
-    @property
-    def max_epochs(self) -> int:
-        return self.cfg.trainer.max_epochs
-
-
-class PackLogger(Logger):
-    """The pack's logger: hands metric `<i>/<name>` to member i's own logger as `<name>`, at the
-    step Lightning gives (that of the run alone)."""
-
-    def __init__(self, members: list[Member]):
-        super().__init__()
-        self.members = members
-
-    @property
-    def name(self) -> str:
-        return "pack"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        """Each member's are written by its own logger (run.open_record)."""
-
-    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        for i, values in own_metrics(metrics).items():
-            if self.members[i].logger:
-                self.members[i].logger.log_metrics(values, step)
-
-    def save(self) -> None:
-        for member in self.members:
-            if member.logger and member.state != ENDED:
-                member.logger.save()
-
-
-def own_metrics(metrics: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    """`<i>/<name>` metrics by member i, as `<name>`."""
-    by_member: dict[int, dict[str, Any]] = defaultdict(dict)
-    for key, value in metrics.items():
-        index, _, name = key.partition("/")
-        if index.isdigit():
-            by_member[int(index)][name] = value
-    return by_member
-
-
-class MemberHooks(L.Callback):
-    """Drives each member's own callbacks from the pack's loop, with the member's Trainer and
-    module, and ends each member when it stops (see the module docstring)."""
-
-    def __init__(self, members: list[Member], module: PackModule, data: PackData):
-        self.members, self.module, self.data = members, module, data
-        self.epoch_started = time.perf_counter()
-
-    def training(self) -> list[Member]:
-        return [self.members[i] for i in self.module.active]
-
-    def dispatch(self, trainer: L.Trainer, hook: str, members: list[Member], *args: Any) -> None:
-        """Call `hook` of each member's callbacks, its metrics those the pack logged for it."""
-        metrics = own_metrics(trainer.callback_metrics)
-        for member in members:
-            own = metrics.get(member.index, {})
-            if member.index in self.module.losses:
-                own["train/loss"] = self.module.losses[member.index].detach()
-            member.trainer._logger_connector._callback_metrics = own
-            call._call_callback_hooks(member.trainer, hook, *args)
-
-    def setup(self, trainer: L.Trainer, pl_module: L.LightningModule, stage: str) -> None:
-        self.dispatch(trainer, "setup", self.training(), stage)
-
-    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.dispatch(trainer, "on_fit_start", self.training())
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        now = time.perf_counter()
-        for member in self.members:
-            member.started = now
-        self.dispatch(trainer, "on_train_start", self.training())
-        self.settle(trainer, at_epoch_end=False)
-
-    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.end_stopped(trainer)
-        self.epoch_started = time.perf_counter()
-        self.dispatch(trainer, "on_train_epoch_start", self.training())
-
-    def on_train_batch_end(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any, batch: Any, i: int
-    ) -> None:
-        for member in self.training():
-            loss = self.module.losses[member.index]
-            own = batch[member.stream]
-            call._call_callback_hooks(member.trainer, "on_train_batch_end", loss, own, i)
-            if member.trainer.should_stop:
-                self.halt(trainer, member, loss)
-        # the training loss at the steps at which Lightning logs a run's (should_update_logs)
-        if trainer._logger_connector.should_update_logs:
-            step = trainer.fit_loop.epoch_loop._batches_that_stepped
-            for member in self.training():
-                if member.logger:
-                    loss = self.module.losses[member.index].item()
-                    member.logger.log_metrics({"train/loss": loss}, step)
-
-    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.dispatch(trainer, "on_validation_start", self.training())
-
-    def on_validation_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.dispatch(trainer, "on_validation_epoch_start", self.training())
-
-    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.dispatch(trainer, "on_validation_epoch_end", self.training())
-
-    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.dispatch(trainer, "on_validation_end", self.training())
-
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        members = self.training()
-        self.dispatch(trainer, "on_train_epoch_end", members)
-        self.show(members, trainer.current_epoch + 1)
-        self.settle(trainer, at_epoch_end=True)
-
-    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        for member in self.training():
-            member.state = ENDING  # the pack's limit is each member's own, or every member stopped
-        self.end_stopped(trainer)
-
-    def on_exception(
-        self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException
-    ) -> None:
-        self.dispatch(trainer, "on_exception", self.training(), exception)
-
-    def settle(self, trainer: L.Trainer, at_epoch_end: bool) -> None:
-        """Members that asked to stop, or reached their own epoch limit at an epoch's end, train
-        no more; they end once the epoch has been counted (end_stopped)."""
-        epochs = trainer.current_epoch + (1 if at_epoch_end else 0)
-        for member in self.training():
-            if member.trainer.should_stop or (at_epoch_end and epochs >= member.max_epochs):
-                member.state = ENDING
-                self.module.active.remove(member.index)
-        self.module.activity_changed()
-        if not self.module.active:
-            trainer.should_stop = True
-
-    def halt(self, trainer: L.Trainer, member: Member, loss: Tensor) -> None:
-        """A member that stopped in mid-epoch (diverged): as alone, its training loss of this
-        update is logged, it is validated at once, its epoch-end callbacks run, and it ends."""
-        self.module.active.remove(member.index)
-        self.module.activity_changed()
-        step = trainer.fit_loop.epoch_loop._batches_that_stepped
-        metrics = {"train/loss": loss.detach(), **self.validate(member)}
-        if member.logger:
-            member.logger.log_metrics({k: float(v) for k, v in metrics.items()}, step)
-        member.trainer._logger_connector._callback_metrics = metrics
-        for hook in (
-            "on_validation_start",
-            "on_validation_epoch_start",
-            "on_validation_epoch_end",
-            "on_validation_end",
-            "on_train_epoch_end",
-        ):
-            call._call_callback_hooks(member.trainer, hook)
-        self.show([member], trainer.current_epoch + 1)
-        member.epochs = trainer.current_epoch + 1  # the run alone counts the epoch it ended in
-        member.state = ENDING
-        self.end(trainer, member)
-        if not self.module.active:
-            trainer.should_stop = True
-
-    @torch.no_grad()
-    def validate(self, member: Member) -> dict[str, Tensor]:
-        """One member's validation, as Lightning's loop computes it: the accuracy metric over the
-        set, and the loss's mean weighted by batch size (its _ResultMetric)."""
-        module = member.module
-        module.eval()
-        total, count = torch.tensor(0.0), torch.tensor(0)
-        for batch in self.data.streams[member.stream].validation:
-            batch = tuple(t.to(module.device) for t in batch)
-            loss = module.val_metrics(batch)["val/loss"]
-            n = len(batch[1])
-            total, count = total + loss.mean().cpu() * n, count + n
-        acc = module.val_acc.compute()
-        module.val_acc.reset()
-        module.train()
-        return {"val/loss": total / count, "val/acc": acc}
-
-    def show(self, members: list[Member], epoch: int) -> None:
-        """A member's line per epoch, as a run alone shows without a terminal (terminal.py)."""
-        took = time.perf_counter() - self.epoch_started
-        for member in members:
-            if not member.cfg.trainer.get("enable_progress_bar", True):
-                continue
-            metrics = member.trainer.callback_metrics
-            values = ", ".join(
-                f"{label} {float(metrics[k]):.4g}"
-                for k, label in (("train/loss", "loss"), ("val/acc", "val/acc"))
-                if k in metrics
-            )
-            member.say.info(f"epoch {epoch}/{member.max_epochs}: {values} ({took:.1f} s)")
-
-    def end_stopped(self, trainer: L.Trainer) -> None:
-        for member in self.members:
-            if member.state == ENDING:
-                self.end(trainer, member)
-
-    def end(self, trainer: L.Trainer, member: Member) -> None:
-        """A member's run ends: its end-of-fit callbacks, its logger closed, its result."""
-        for hook in ("on_train_end", "on_fit_end"):
-            call._call_callback_hooks(member.trainer, hook)
-        call._call_callback_hooks(member.trainer, "teardown", stage="fit")
-        if member.logger:
-            member.logger.finalize("success")
-        epochs = trainer.current_epoch if member.epochs is None else member.epochs
-        counts = outcome(member.callbacks, epochs, trainer.global_step, interrupted=False)
-        seconds = time.perf_counter() - member.started
-        member.result = close_record(
-            member.cfg, member.result, member.logger, counts, seconds, member.say
-        )
-        member.state = ENDED
-
-
 def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
     """Train the runs of `cfgs` (resolved configs that differ only in choices.PACK_MEMBER_KEYS,
     each with its own run_dir) as a pack; return each run's result, or the RunError that stopped it.
 
     As `run.train` for each: a finished run is returned as it is, an unfinished one resumes from
     its last checkpoint, and one process at a time holds a run directory."""
-    quiet_library_logs()
+    quiet_libraries()
     outcomes: list[dict[str, Any] | RunError | None] = [None] * len(cfgs)
     with ExitStack() as held:
         members: list[tuple[int, Member]] = []
@@ -558,27 +123,28 @@ def quiet(name: str) -> Iterator[None]:
 
 
 def build_member(cfg: DictConfig, run_dir: Path, pack_size: int) -> Member:
-    """A member's parts, built as `run.fit` builds a run's (its seed first)."""
-    L.seed_everything(cfg.seed, workers=True, verbose=False)
-    module = build_model(cfg)
-    check_memory(cfg, module, take_budget(cfg) * pack_size)
-    callbacks = run_callbacks(cfg)
-    ckpt = resumable(last_checkpoint(callbacks))
-    resumed_at = None if ckpt is None else checkpoint_step(ckpt)
-    logger = run_logger(cfg, run_dir, resumed_at)
-    own = [c for c in callbacks if not isinstance(c, DeferSignal)]  # the pack's: one process
+    """A member's parts, assembled as a run's alone (training/parts.py), with a Trainer of its
+    own that is never fitted: its callbacks, logger and checkpoints."""
+    parts = assemble(cfg, members=pack_size)
+    own = [c for c in parts.callbacks if not isinstance(c, DeferSignal)]  # the pack's: one process
     with quiet(RANK_ZERO):  # the pack's Trainer says once what hardware it found
         trainer = run_trainer(
-            cfg, own, logger, enable_progress_bar=False, enable_model_summary=False
+            cfg, own, parts.logger, enable_progress_bar=False, enable_model_summary=False
         )
-    optimizer = module.configure_optimizers()
-    trainer.state.fn = TrainerFn.FITTING
-    trainer.strategy.connect(module)
-    trainer.strategy.optimizers = [optimizer]
-    module.trainer = trainer
+    optimizer = parts.module.configure_optimizers()
+    attach_unfitted(trainer, parts.module, optimizer)
     say = MemberLog(log, {"member": str(run_dir)})
     return Member(
-        cfg, run_dir, module, optimizer, callbacks, logger, trainer, ckpt, resumed_at, say
+        cfg,
+        run_dir,
+        parts.module,
+        optimizer,
+        parts.callbacks,
+        parts.logger,
+        trainer,
+        parts.ckpt,
+        parts.resumed_at,
+        say,
     )
 
 
@@ -632,8 +198,7 @@ def restore(members: list[Member], module: PackModule, where: Path) -> Path:
     `Trainer.fit(ckpt_path=...)`; return its path."""
     loaded = [torch.load(m.ckpt, map_location="cpu", weights_only=False) for m in members]
     for member, ckpt in zip(members, loaded, strict=True):
-        call._call_callbacks_on_load_checkpoint(member.trainer, ckpt)
-        call._call_callbacks_load_state_dict(member.trainer, ckpt)
+        load_callback_states(member.trainer, ckpt)
     pack = dict(loaded[0])
     pack["state_dict"] = {
         f"members.{i}.{k}": v
@@ -669,18 +234,3 @@ def record_pack_failure(
     if line is None or not isinstance(error, Exception):
         raise error
     return [m.result if m.state == ENDED else RunError(line) for m in members]
-
-
-def pack_update_ops(members: list[MemoryTaskModule], batch: tuple, vectorise: bool) -> int:
-    """aten ops of one update of a pack of `members` (one seed) on `batch` (x, y, mask), both
-    moved to the meta device first (longterm.models.ops); `vectorise`: the stacked path."""
-    module = PackModule(members, [0] * len(members), vectorise, same_shapes=True).to("meta")
-    module.optimizer = PackOptimizer([m.configure_optimizers() for m in members], module)
-    module.on_train_start()
-    batches = (tuple(t.to("meta") for t in batch),)
-
-    def update() -> None:
-        module.optimizer.zero_grad(set_to_none=True)
-        module.optimizer.step(lambda: module.training_step(batches, 0).backward())
-
-    return counted_ops(update)

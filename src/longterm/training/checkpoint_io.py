@@ -3,19 +3,18 @@
 Lightning writes a checkpoint through fsspec, whose local "transaction" writes a temporary file in
 the system's temporary directory and then moves it over the old checkpoint: across filesystems the
 move copies, truncating the old file first, so a disk that fills during the copy leaves no whole
-checkpoint at all. Here the new file is written beside the old one and renamed over it (one
-filesystem, an atomic rename): a full disk or an interruption leaves the old checkpoint as it was
-and no temporary file behind.
+checkpoint at all. Here the new file is written beside the old one and renamed over it
+(store/atomic.py): a full disk or an interruption leaves the old checkpoint as it was and no
+temporary file behind.
 """
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 
+from longterm.store.atomic import atomic_write
 from longterm.training.faults import oserror
 
 
@@ -23,15 +22,10 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(
         self, checkpoint: dict[str, Any], path: str | Path, storage_options: Any = None
     ) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:  # no fsync: a rename is atomic for a process that
-                torch.save(checkpoint, f)  # dies, and a sync at every epoch costs time
-            os.replace(tmp, path)
+        try:  # no sync: a rename is atomic for a process that dies, and a sync costs time
+            with atomic_write(path, "wb") as f:
+                torch.save(checkpoint, f)
         except BaseException as e:
-            Path(tmp).unlink(missing_ok=True)
             cause = oserror(e)  # torch.save wraps a failed write in a RuntimeError
             if cause is not None:
                 raise OSError(cause.errno, cause.strerror, str(path)) from e

@@ -1,5 +1,5 @@
 """What a user's situation makes go wrong once a run has started, in one line: what failed and
-what to do (the command line's mistakes are refused before, by config.py and preflight.py).
+what to do (the command line's mistakes are refused before, by config/).
 
 `RunError` carries that line; src/train.py prints it after `error: ` with no traceback
 (`HYDRA_FULL_ERROR=1` shows the traceback). `explain` turns the errors a user can cause into one:
@@ -15,11 +15,6 @@ from longterm.store.run_dir import RunDirError
 
 class RunError(RuntimeError):
     """A run stopped by its situation, not by the code; the message is one line."""
-
-
-# The lines of the jobs of this process's multirun that stopped so (src/train.py): the sweep
-# goes on, and ends non-zero once its table is printed (longterm.sweeps.multirun.JobsTable).
-FAILED_JOBS: list[str] = []
 
 
 # errno -> what to do, for an OSError while a run writes its directory.

@@ -33,6 +33,7 @@ from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from longterm.choices import DATA, LENGTHS, LOSSES, POOLS
+from longterm.store.atomic import atomic_write
 from longterm.store.run_dir import event_files
 
 # Named by conf files, not listed: their values are given to `experiment` by the run.
@@ -168,12 +169,11 @@ def records(run_dir: Path) -> dict[str, list[bytes]]:
 
 def write_file(path: Path, serialised: list[bytes]) -> None:
     """An event file with these events, in place at once (renamed over `path`)."""
-    partial = path.with_name("." + path.name.replace("tfevents", "partial"))
-    with open(partial, "wb") as f:
+    # no "tfevents" in the temporary name: TensorBoard would read the half-written file
+    with atomic_write(path, "wb", prefix="." + path.name.replace("tfevents", "partial")) as f:
         writer = RecordWriter(f)
         for record in serialised:
             writer.write(record)
-    os.replace(partial, path)
 
 
 def forget_session(run_dir: Path) -> None:

@@ -4,7 +4,7 @@ import torch
 from torch import Tensor
 from torchmetrics import Metric
 
-TOLERANCE = 0.04  # §2.2: |y_hat - y| < 0.04 is correct
+from longterm.choices import TOLERANCE
 
 
 class ToleranceAccuracy(Metric):

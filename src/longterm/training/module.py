@@ -10,7 +10,7 @@ from torchmetrics import Metric
 from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.tasks import NO_TARGET
-from longterm.training.data import Batch
+from longterm.training.batches import Batch
 from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
 
 

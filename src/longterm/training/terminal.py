@@ -6,6 +6,7 @@ shows neither."""
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pytorch_lightning as L
@@ -16,14 +17,20 @@ log = logging.getLogger(__name__)
 SHOWN = {"train/loss": "loss", "val/acc": "val/acc"}  # logged metric -> its label
 
 
-def shown(trainer: L.Trainer) -> dict[str, str]:
-    """The SHOWN metrics the run has logged so far, formatted."""
-    metrics = trainer.callback_metrics
+def shown(metrics: Mapping[str, Any]) -> dict[str, str]:
+    """The SHOWN metrics among those logged so far, formatted."""
     return {label: f"{float(metrics[k]):.4g}" for k, label in SHOWN.items() if k in metrics}
 
 
 def epoch_of(trainer: L.Trainer) -> str:
     return f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs}"
+
+
+def epoch_line(epoch: int, max_epochs: int, metrics: Mapping[str, Any], seconds: float) -> str:
+    """`epoch <e>/<limit>: loss <loss>, val/acc <acc> (<seconds> s)`: a run's line per epoch,
+    alone (EpochLines) or as a pack's member (sweeps/members.py)."""
+    values = ", ".join(f"{label} {value}" for label, value in shown(metrics).items())
+    return f"epoch {epoch}/{max_epochs}: {values or 'no metrics yet'} ({seconds:.1f} s)"
 
 
 class EpochBar(TQDMProgressBar):
@@ -35,7 +42,7 @@ class EpochBar(TQDMProgressBar):
         self.train_progress_bar.set_description(epoch_of(trainer))
 
     def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
-        return shown(trainer)
+        return shown(trainer.callback_metrics)
 
 
 class EpochLines(L.Callback):
@@ -49,9 +56,9 @@ class EpochLines(L.Callback):
         self.started = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        values = ", ".join(f"{label} {value}" for label, value in shown(trainer).items())
         took = time.perf_counter() - self.started
-        log.info(f"{epoch_of(trainer)}: {values or 'no metrics yet'} ({took:.1f} s)")
+        epoch, limit = trainer.current_epoch + 1, trainer.max_epochs
+        log.info(epoch_line(epoch, limit, trainer.callback_metrics, took))
 
 
 def progress_callbacks(enabled: bool, bars: bool = True) -> tuple[list[L.Callback], bool]:

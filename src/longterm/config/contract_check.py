@@ -24,12 +24,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from longterm.choices import TOLERANCE
 from longterm.config.validate import task_error
 from longterm.models.build import build_encoder, encoder_path
 from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
 from longterm.plugins.resolve import generator
 from longterm.tasks import NO_TARGET, default_width
-from longterm.training.metrics import TOLERANCE
 
 B, T = 4, 24  # the encoder's test batch: long enough for three cut points, short to run
 N_SEQUENCES = 1000  # the task's sample, a validation set's size

@@ -1,0 +1,32 @@
+"""The channel by which a job of a sweep that stopped on its situation (a RunError: its one line,
+training/faults.py) reaches the end of the sweep: the sweep's other jobs go on, and the sweep
+ends with its table and then non-zero (sweeps/multirun.py: JobsTable).
+
+Hydra runs a local sweep's jobs and its end-of-sweep callbacks in one process, and the launchers
+that run jobs elsewhere (parallel workers, packs, SLURM) hand each job's lines back to that
+process; so the channel lives in the process that launched the sweep. `report` adds a job's
+line; a launcher's worker takes the lines its job added with `mark` and `since`.
+"""
+
+
+class Failures:
+    """The lines of the jobs of this process's sweep that stopped, in the order they stopped."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+
+    def report(self, *lines: str) -> None:
+        self._lines.extend(lines)
+
+    def mark(self) -> int:
+        """Where the channel stands now; `since(mark)` gives the lines added after it."""
+        return len(self._lines)
+
+    def since(self, mark: int) -> list[str]:
+        return self._lines[mark:]
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+
+FAILURES = Failures()  # this process's sweep

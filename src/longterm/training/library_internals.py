@@ -1,0 +1,60 @@
+"""Every call into Lightning's private API (and one into TensorBoard's writer), in one module, so
+that an upgrade of either library touches one file (pinned: pytorch-lightning 2.6.6,
+tensorboard 2.21.0 in pyproject.toml).
+
+A pack (sweeps/) drives each member's callbacks from the pack's own loop through a Trainer of the
+member's that is never fitted: it calls the member's callback hooks, hands them the metrics the
+pack logged for that member, and reads the loop's counters, none of which Lightning offers as
+public API. A run writes its HPARAMS records through the logger's event writer.
+"""
+
+from typing import Any
+
+import pytorch_lightning as L
+import torch
+from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.trainer import call
+from pytorch_lightning.trainer.states import TrainerFn
+from tensorboard.compat.proto.summary_pb2 import Summary
+
+
+def call_hooks(trainer: L.Trainer, hook: str, *args: Any, **kwargs: Any) -> None:
+    """Call `hook` of every callback of `trainer`, as Lightning's loop does."""
+    call._call_callback_hooks(trainer, hook, *args, **kwargs)
+
+
+def set_callback_metrics(trainer: L.Trainer, metrics: dict[str, Any]) -> None:
+    """What `trainer.callback_metrics` shows its callbacks (the stopping rules, checkpoints)."""
+    trainer._logger_connector._callback_metrics = metrics
+
+
+def logs_now(trainer: L.Trainer) -> bool:
+    """Whether Lightning logs the training step now (`log_every_n_steps`)."""
+    return trainer._logger_connector.should_update_logs
+
+
+def updates_done(trainer: L.Trainer) -> int:
+    """The updates the fit loop has made: the step its loggers are given."""
+    return trainer.fit_loop.epoch_loop._batches_that_stepped
+
+
+def load_callback_states(trainer: L.Trainer, checkpoint: dict[str, Any]) -> None:
+    """Restore `trainer`'s callbacks from `checkpoint`, as `Trainer.fit(ckpt_path=...)` does."""
+    call._call_callbacks_on_load_checkpoint(trainer, checkpoint)
+    call._call_callbacks_load_state_dict(trainer, checkpoint)
+
+
+def attach_unfitted(
+    trainer: L.Trainer, module: L.LightningModule, optimizer: torch.optim.Optimizer
+) -> None:
+    """Make `trainer` (never fitted) hold `module` and its `optimizer` as if fitting, so that
+    its callbacks (checkpoints) see a fitting Trainer."""
+    trainer.state.fn = TrainerFn.FITTING
+    trainer.strategy.connect(module)
+    trainer.strategy.optimizers = [optimizer]
+    module.trainer = trainer
+
+
+def add_summary(logger: TensorBoardLogger, summary: Summary) -> None:
+    """Write `summary` to the logger's event file (the writer starts its file on first use)."""
+    logger.experiment._get_file_writer().add_summary(summary)

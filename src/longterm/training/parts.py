@@ -1,0 +1,208 @@
+"""The parts of one run that `Trainer.fit` is given, built from its config: the model (encoder,
+readout and head inside the LightningModule), the callbacks, the checkpoint it resumes from, the
+TensorBoard logger and the Trainer. One assembly (`assemble`) serves a run alone (training/run.py)
+and a pack's member (sweeps/pack.py), so the two are built alike. No import-time side effects:
+analysis and benchmarks import these factories too.
+"""
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.loggers import TensorBoardLogger
+
+from longterm.models.build import sequence_model
+from longterm.store.checkpoints import checkpoint_step
+from longterm.store.run_dir import CHECKPOINTS
+from longterm.training.checkpoint_io import AtomicCheckpointIO
+from longterm.training.faults import RunError
+from longterm.training.memory_estimate import memory_error
+from longterm.training.module import MemoryTaskModule
+
+log = logging.getLogger(__name__)
+
+# conf/callbacks/default.yaml: last_checkpoint.filename, the checkpoint a rerun resumes from,
+# and checkpoint.filename, the best epoch's.
+LAST, BEST = "last", "best"
+
+
+def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
+    """Instantiate a config-group node; its `name` labels the choice and is no argument."""
+    params = OmegaConf.to_container(node, resolve=True)
+    params.pop("name", None)
+    return instantiate(params, **kwargs)
+
+
+def run_params(cfg: DictConfig) -> dict[str, Any]:
+    """The flat hyperparameters that identify a run (HPARAMS view, result.json)."""
+    params = {
+        "task": cfg.task.name,
+        "loss": cfg.task.loss,
+        "pool": cfg.pool.name,
+        "model": cfg.model.name,
+        "data": cfg.data.name,
+        "T0": cfg.T0,
+        "lr": cfg.lr,
+        "seed": cfg.seed,
+        "mask_padding": cfg.pool.mask_padding,
+        "batch_size": cfg.data.batch_size,
+        "max_epochs": cfg.trainer.max_epochs,
+    }
+    for key in ("lengths", "min_length", "max_length"):
+        if key in cfg.data:
+            params[key] = cfg.data[key]
+    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
+    return params
+
+
+def build_model(cfg: DictConfig) -> MemoryTaskModule:
+    """The LightningModule around the model: the encoder `cfg.model.encoder` names, the readout
+    `cfg.pool` and the paper's head (models/build.py)."""
+    model = OmegaConf.to_container(cfg.model, resolve=True)
+    init = model.get("init", "paper")
+    readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=init)
+    net = sequence_model(
+        **model,
+        in_features=cfg.task.n_features,
+        out_features=cfg.task.n_outputs,
+        readout=readout,
+    )
+    return MemoryTaskModule(
+        net,
+        lr=cfg.lr,
+        loss=cfg.task.loss,
+        n_outputs=cfg.task.n_outputs,
+        per_step=cfg.pool.name == "per_step",
+        **OmegaConf.to_container(cfg.optim),
+    )
+
+
+def run_callbacks(cfg: DictConfig) -> list[L.Callback]:
+    """The run's callbacks (conf/callbacks): the stopping rules, the checkpoints, ..."""
+    return [instantiate(c) for c in cfg.callbacks.values()]
+
+
+def take_budget(cfg: DictConfig) -> int:
+    """Take this job's share of the machine under launcher=parallel, which resolves it and hands
+    it to each job as `launcher.threads` and `launcher.jobs` (hydra_plugins/longterm_launcher):
+    set the threads (torch's, and so OpenMP's and the CPU kernels'; results do not depend on
+    their number) and return how many jobs run at once with this one (1 elsewhere)."""
+    threads = OmegaConf.select(cfg, "launcher.threads")
+    if isinstance(threads, int):
+        torch.set_num_threads(threads)
+    jobs = OmegaConf.select(cfg, "launcher.jobs")
+    return jobs if isinstance(jobs, int) else 1
+
+
+def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -> None:
+    """RunError when the run cannot fit the machine's memory (training/memory_estimate.py)."""
+    data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
+    too_large = memory_error(module.net, data, task, side_by_side)
+    if too_large:
+        raise RunError(too_large)
+
+
+def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
+    """The `last.ckpt` that the `last_checkpoint` callback wrote in an earlier process, if any."""
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.filename == LAST and callback.dirpath:
+            path = Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
+            if path.exists():
+                return path
+    return None
+
+
+def saved_checkpoint(run_dir: Path) -> Path | None:
+    """The last checkpoint a rerun would resume from, if the run directory has one."""
+    path = run_dir / CHECKPOINTS / f"{LAST}.ckpt"
+    return path if path.exists() else None
+
+
+def readable(path: Path) -> str | None:
+    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can."""
+    try:
+        torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:
+        return str(e).split(". ")[0].splitlines()[0] if str(e) else type(e).__name__
+    return None
+
+
+def resumable(ckpt: Path | None) -> Path | None:
+    """The checkpoint to resume from: `ckpt` (last.ckpt) when it loads; else, when best.ckpt
+    beside it loads, that one, with last.ckpt kept beside it as last.ckpt.unreadable (the data
+    are keyed by epoch and batch, so training on from the best epoch gives the same run). With
+    neither, RunError says how to start again; no checkpoint is ever deleted."""
+    if ckpt is None or (reason := readable(ckpt)) is None:
+        return ckpt
+    best = ckpt.with_name(f"{BEST}.ckpt")
+    if best.exists() and readable(best) is None:
+        kept = unused(ckpt.with_name(ckpt.name + ".unreadable"))
+        ckpt.rename(kept)
+        log.warning(f"{ckpt} cannot be read ({reason}): kept as {kept}; resuming from {best}")
+        return best
+    folder = ckpt.parent
+    aside = unused(folder.with_name(folder.name + ".unreadable"))
+    raise RunError(
+        f"{ckpt} cannot be read ({reason}), and no other checkpoint of the run can: to start "
+        f"the run again, move them away (mv {folder} {aside}) and rerun the same command"
+    )
+
+
+def unused(path: Path) -> Path:
+    """`path`, or with .1, .2, ... added, the first name that nothing has."""
+    found, n = path, 0
+    while found.exists():
+        n += 1
+        found = path.with_name(f"{path.name}.{n}")
+    return found
+
+
+def run_logger(cfg: DictConfig, resumed_at: int | None) -> TensorBoardLogger | bool:
+    """The run's TensorBoard logger (False without one). Events from `resumed_at` on (the
+    interrupted epoch; an epoch's validation is logged at the step before) came from the process
+    that stopped and are logged again: the writer marks them stale, so TensorBoard shows one
+    continuous curve in the same directory."""
+    if not cfg.logger:
+        return False
+    return instantiate(cfg.logger, **({} if resumed_at is None else {"purge_step": resumed_at}))
+
+
+def run_trainer(
+    cfg: DictConfig, callbacks: list[L.Callback], logger: TensorBoardLogger | bool, **kw: Any
+) -> L.Trainer:
+    """The Trainer of `cfg.trainer`, writing checkpoints so that a failed write costs none."""
+    plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=plugins, **kw)
+
+
+@dataclass(eq=False)
+class Parts:
+    """What one run trains with, but its data and Trainer (which a run alone and a pack's
+    member make differently)."""
+
+    module: MemoryTaskModule
+    callbacks: list[L.Callback]
+    ckpt: Path | None  # the checkpoint it resumes from
+    resumed_at: int | None  # the update it resumes after
+    logger: TensorBoardLogger | bool
+    jobs: int  # processes side by side with this one (launcher=parallel), itself included
+
+
+def assemble(cfg: DictConfig, members: int = 1) -> Parts:
+    """The parts of the run of `cfg`, built after seeding with its seed: the model, the machine's
+    share and the memory check (for `members` runs in this process), the callbacks, the
+    checkpoint to resume from and the logger."""
+    L.seed_everything(cfg.seed, workers=True, verbose=False)
+    module = build_model(cfg)
+    jobs = take_budget(cfg)
+    check_memory(cfg, module, jobs * members)
+    callbacks = run_callbacks(cfg)
+    ckpt = resumable(last_checkpoint(callbacks))
+    resumed_at = None if ckpt is None else checkpoint_step(ckpt)
+    return Parts(module, callbacks, ckpt, resumed_at, run_logger(cfg, resumed_at), jobs)

@@ -1,0 +1,177 @@
+"""A run's record: result.json (store/records.py) as it stands before training, rewritten when
+training ends (solved, at its epoch limit, diverged) or stops (failed, interrupted), and the
+run's HPARAMS session in TensorBoard opened and closed beside it (training/hparams_records.py).
+
+result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_STATUSES, or
+`failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
+`best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
+`epochs`, `updates`, `resumed_at_update`, `n_params`, `git_commit`, `machine`, `process`,
+`run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run.
+"""
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as L
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.loggers import TensorBoardLogger
+
+from longterm.store.records import (
+    FINAL_STATUSES,
+    RESULT_FILE,
+    git_commit,
+    machine,
+    now,
+    process,
+    write_result,
+)
+from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
+from longterm.training.hparams_records import NAMED, close_session, open_session
+from longterm.training.library_internals import add_summary
+from longterm.training.module import MemoryTaskModule
+from longterm.training.parts import run_params
+
+log = logging.getLogger(__name__)
+
+
+def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
+    """hparams.yaml, and the HPARAMS experiment and session start once per run
+    (training/hparams_records.py).
+
+    Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
+    which would put a false point on the val/acc curve, so the records are written here.
+    """
+    logger.log_hyperparams(params)  # hparams.yaml
+    names = {key: group_names(key, params[key]) for key in NAMED}
+    open_session(Path(logger.log_dir), lambda s: add_summary(logger, s), params, names)
+
+
+def group_names(group: str, own: str) -> tuple[str, ...]:
+    """The options of a config group on this run's search path (the built-ins' conf files and a
+    user's, `--config-dir` or `hydra.searchpath`), with the run's own name."""
+    hydra = GlobalHydra.instance()
+    found = set(hydra.config_loader().get_group_options(group)) if hydra.is_initialized() else set()
+    return tuple(sorted(found | {own}))
+
+
+def end_session(logger: TensorBoardLogger | bool, result: dict[str, Any]) -> None:
+    """The verdict scalars and the session end of a run that has ended (not of an interrupted
+    one, which resumes)."""
+    if logger and result["status"] != "interrupted":
+        close_session(Path(logger.log_dir), result)
+
+
+def settle(cfg: DictConfig) -> None:
+    """The run's result is final: from now on the scheduler's requeue signal (the one the
+    `defer_requeue_signal` callback defers) is ignored, so it can neither requeue the finished job
+    nor fail it while the process exits (callbacks.ignore_signal)."""
+    ignore_signal(OmegaConf.select(cfg, "callbacks.defer_requeue_signal.signal", default="SIGUSR2"))
+
+
+def open_record(
+    cfg: DictConfig,
+    module: MemoryTaskModule,
+    run_dir: Path,
+    logger: TensorBoardLogger | bool,
+    ckpt: Path | None,
+    resumed_at: int | None,
+) -> dict[str, Any]:
+    """The run's HPARAMS session started, and its result record as it stands before training."""
+    params = run_params(cfg)
+    if logger:
+        log_hparams(logger, params)
+    if ckpt is not None:
+        log.info(f"resuming from {ckpt} after {resumed_at} updates")
+    return {
+        **params,
+        "status": "failed",
+        "resumed_at_update": resumed_at,
+        "n_params": sum(p.numel() for p in module.parameters()),
+        "git_commit": git_commit(),
+        "machine": machine(),
+        "process": process(),
+        "run_dir": str(run_dir),
+        "config": OmegaConf.to_container(cfg, resolve=True),
+        "started_at": now(),
+    }
+
+
+def record_failure(
+    result: dict[str, Any],
+    logger: TensorBoardLogger | bool,
+    counts: dict[str, Any],
+    error: BaseException,
+    seconds: float,
+) -> None:
+    """Record a run that `error` stopped. An exception is a failure; SystemExit and
+    KeyboardInterrupt (a signal, a requeue) an interruption. Neither is final: the same command
+    resumes from the last checkpoint. The caller raises `error` again."""
+    run_dir = Path(result["run_dir"])
+    result.update(
+        counts,
+        status="failed" if isinstance(error, Exception) else "interrupted",
+        error=f"{type(error).__name__}: {error}",
+        wall_time_s=seconds,
+        finished_at=now(),
+    )
+    try:  # recorded wherever it can still be written: a full disk may refuse it too
+        write_result(run_dir, result)
+        end_session(logger, result)
+    except OSError as unwritten:
+        log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
+    if isinstance(error, SystemExit) and not error.code:  # Lightning's exit on SIGTERM says 0
+        raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from error
+
+
+def close_record(
+    cfg: DictConfig,
+    result: dict[str, Any],
+    logger: TensorBoardLogger | bool,
+    counts: dict[str, Any],
+    seconds: float,
+    say: logging.Logger | logging.LoggerAdapter = log,
+) -> dict[str, Any]:
+    """Write the result of a run that `fit` ended (its verdict scalars and session end too) and
+    say it in one line; return it."""
+    run_dir = Path(result["run_dir"])
+    result.update(counts, wall_time_s=seconds, finished_at=now())
+    if result["status"] in FINAL_STATUSES:
+        settle(cfg)
+    write_result(run_dir, result)
+    end_session(logger, result)
+    best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
+    say.info(
+        f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "
+        f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
+    )
+    return result
+
+
+def outcome(
+    callbacks: list[L.Callback], epochs: int, updates: int, interrupted: bool
+) -> dict[str, Any]:
+    """Status, accuracies and counts of a run whose training has ended after `epochs` epochs and
+    `updates` updates (`interrupted`: by a signal or an error)."""
+    solved = next(c for c in callbacks if isinstance(c, StopWhenSolved))
+    diverged = next(c for c in callbacks if isinstance(c, StopOnDivergence))
+    if diverged.diverged_step is not None:
+        status = "diverged"
+    elif solved.solved_epoch is not None:
+        status = "solved"
+    elif interrupted:
+        status = "interrupted"
+    else:
+        status = "max_epochs"
+    history = solved.history
+    return {
+        "status": status,
+        "epoch_solved": solved.solved_epoch,
+        "diverged_step": diverged.diverged_step,
+        "best_acc": max(history, default=None),
+        "final_acc": history[-1] if history else None,
+        "val_acc_history": history,
+        "epochs": epochs,
+        "updates": updates,
+    }
