@@ -83,3 +83,12 @@ def test_module_paths_exist(page):
         if not (PACKAGE.parent / path.removeprefix("src/")).exists():
             errors.append(f"{path}: no such file or folder")
     assert not errors, f"{page.relative_to(ROOT)}: " + "; ".join(errors)
+
+
+def test_the_docs_index_links_every_page():
+    """docs/README.md links every page of docs/ and each subfolder's README.md."""
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / t.split("#")[0]).resolve() for t in LINK.findall(index.read_text())}
+    pages = set((ROOT / "docs").glob("*.md")) | set((ROOT / "docs").glob("*/README.md"))
+    missing = sorted(str(p.relative_to(ROOT)) for p in pages - {index} if p.resolve() not in linked)
+    assert not missing, f"docs/README.md does not link {missing}"
