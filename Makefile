@@ -3,9 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make` alone is `make train`; `make help` lists every target with its description.
+.DEFAULT_GOAL := train
 
 .PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps progress \
-	contract lint tensorboard clean
+	contract lint tensorboard clean help
 
 # uv installs the same pins as pip from the same places, faster (it unpacks and compiles in
 # parallel): it is given pip's own wheel folder and constraints on this machine (uv does not read
@@ -77,12 +79,16 @@ progress: $(STAMP)  ## where each run of the sweeps in outputs/ stands: epochs, 
 long-sweeps: $(STAMP)  ## the hours-long sweeps behind docs/results (resumable; see the script)
 	scripts/long_sweeps.sh
 
-lint: $(STAMP)
+lint: $(STAMP)  ## ruff's lint and format checks, changing nothing
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
 
-tensorboard: $(STAMP)
+tensorboard: $(STAMP)  ## TensorBoard over every run under outputs/
 	$(BIN)/tensorboard --logdir outputs
 
-clean:
+clean:  ## delete outputs/ (runs not archived in runs/ are lost) and the test and lint caches
 	rm -rf outputs .pytest_cache .ruff_cache
+
+help:  ## every target with its description
+	@grep -E '^[a-z][a-z-]*:.*## ' $(firstword $(MAKEFILE_LIST)) | \
+		awk -F ':.*## ' '{ printf "  %-13s %s\n", $$1, $$2 }'
