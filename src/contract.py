@@ -23,7 +23,10 @@ def main(argv: list[str]) -> int:
         cfg = composed(argv, CONFIG_DIR)
     except ConfigError as e:
         sys.exit(f"error: {e}")
-    from longterm.config.contract_check import encoder_report, task_report  # torch once the line is good
+    from longterm.config.contract_check import (  # torch once the line is good
+        encoder_report,
+        task_report,
+    )
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)
