@@ -1,5 +1,6 @@
 """Batches per second that the training DataLoader delivers, as the training loop takes them, with
-the workers `data.num_workers` gives on a device (training/data.py: feed_workers). A benchmark, not a test.
+the workers `data.num_workers` gives on a device (training/data.py: feed_workers). A benchmark, not
+a test.
 
     python bench/feed.py --T0 10000 --device cpu cuda      # num_workers=auto on each
     python bench/feed.py --T0 10000 --num-workers 0 1 2

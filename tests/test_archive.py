@@ -1,5 +1,5 @@
-"""The committed archive of runs (longterm.store.archive): what it keeps, its budget, and continuing an
-archived run on another checkout."""
+"""The committed archive of runs (longterm.store.archive): what it keeps, its budget, and continuing
+an archived run on another checkout."""
 
 import re
 from pathlib import Path

@@ -1,6 +1,6 @@
 """The sweeper's shared compositions (hydra_plugins/longterm_launcher/sweeper.py,
-longterm/config/compositions.py): every job's config, Hydra's section included, equal to the one Hydra
-composes for it, with one composition per set of config-group choices."""
+longterm/config/compositions.py): every job's config, Hydra's section included, equal to the one
+Hydra composes for it, with one composition per set of config-group choices."""
 
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """A run that cannot fit in memory is refused before training, in one line with the estimate and
-what the machine has (longterm.training.memory_estimate), at lengths far beyond the paper's; one that fits runs."""
+what the machine has (longterm.training.memory_estimate), at lengths far beyond the paper's; one
+that fits runs."""
 
 import pytest
 from conftest import QUICK, composed, sweep_results, train_py

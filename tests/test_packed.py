@@ -1,7 +1,8 @@
-"""launcher=packed (longterm/sweeps/pack.py, src/hydra_plugins/longterm_launcher/packed_launcher.py):
-runs of one cell trained as the members of packs are, member for member, the same runs as
-under launcher=local: the same result.json numbers, TensorBoard scalars, checkpoints (weights,
-Adam's state, the callbacks' states) and configs, on the CPU to the bit."""
+"""launcher=packed (longterm/sweeps/pack.py,
+src/hydra_plugins/longterm_launcher/packed_launcher.py): runs of one cell trained as the members of
+packs are, member for member, the same runs as under launcher=local: the same result.json numbers,
+TensorBoard scalars, checkpoints (weights, Adam's state, the callbacks' states) and configs, on the
+CPU to the bit."""
 
 import math
 import os
@@ -65,8 +66,8 @@ def assert_same_runs(alone, packed, resumed=False):
 
 
 def assert_close_runs(alone, stacked):
-    """The stacked path (longterm.sweeps.stacked) against the runs alone: the same statuses, epochs and
-    updates, accuracies within 0.01 and weights within 1e-3 (vmap's matrix products and the
+    """The stacked path (longterm.sweeps.stacked) against the runs alone: the same statuses, epochs
+    and updates, accuracies within 0.01 and weights within 1e-3 (vmap's matrix products and the
     reference model's ops round otherwise than the fused kernels)."""
     for name in [p.name for p in job_dirs(alone)]:
         a, s = metrics(alone / name), metrics(stacked / name)
@@ -264,7 +265,8 @@ def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path, cell_alone):
 
 def test_a_stacked_update_issues_the_same_ops_for_any_number_of_members():
     """On the meta device, as on an accelerator: the members one after another issue a run's ops
-    per member; stacked (longterm.sweeps.stacked), one update of 1, 4 or 16 members issues the same."""
+    per member; stacked (longterm.sweeps.stacked), one update of 1, 4 or 16 members issues the
+    same."""
     cfg = composed("T0=100")
     batch = meta_batch(cfg.data.batch_size, default_width(100), cfg.task.n_features)
     alone = update_ops(build_model(cfg), batch)

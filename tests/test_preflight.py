@@ -1,6 +1,6 @@
-"""The check src/train.py runs before Hydra starts (longterm.config.command_line), in-process: every job a
-command line would launch is composed and validated. test_train.py runs a few bad command lines
-through the entry point itself; test_config.py holds the schema's own cases."""
+"""The check src/train.py runs before Hydra starts (longterm.config.command_line), in-process: every
+job a command line would launch is composed and validated. test_train.py runs a few bad command
+lines through the entry point itself; test_config.py holds the schema's own cases."""
 
 import pytest
 from conftest import CONF, composed

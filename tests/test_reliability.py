@@ -118,7 +118,8 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
 
 
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
-    """longterm.store.continue_run: one epoch, then continued to LONGER's two, ends as LONGER does."""
+    """longterm.store.continue_run: one epoch, then continued to LONGER's two, ends as LONGER
+    does."""
     one, two = tmp_path / "one", tmp_path / "two"
     one_epoch = quick("trainer.max_epochs=1", base=LONGER)
     assert train_py(*one_epoch, f"hydra.run.dir={one}").returncode == 0

@@ -83,6 +83,7 @@ def targets_error(
         )
     return None
 
+
 # §2.2: a regression target counts as correct when |y_hat - y| < TOLERANCE (training/metrics.py;
 # the contract check's chance level, config/contract_check.py).
 TOLERANCE = 0.04

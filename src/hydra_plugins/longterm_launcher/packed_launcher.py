@@ -3,8 +3,8 @@
 packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
 
 - Grouping: jobs whose other overrides are the same form a group; a group whose config is not
-  the paper's network (longterm.sweeps.pack.packable) runs job by job, as under launcher=parallel, and
-  the sweep says so in one line.
+  the paper's network (longterm.sweeps.pack.packable) runs job by job, as under launcher=parallel,
+  and the sweep says so in one line.
 - Packs: a group is cut into packs of at most `members` members, in seed order (members of one
   seed share their batches); `auto` cuts the groups into as many packs as there are CPUs to fill,
   and no more.
@@ -220,11 +220,11 @@ def plan_packs(
 def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
     """Each call's result, at most `jobs` at a time, each started as soon as a process is free:
     in this process when one at a time; else each in a process forked from this one once it has
-    imported torch and Lightning (longterm.sweeps.pack), so that a pack starts at once (a fresh worker,
-    as loky starts them, spends seconds importing them first). A forked child runs its call as it
-    is, nothing pickled; only its result comes back (cloudpickle, as loky sends it: a JobReturn
-    holds Hydra's configs, which the standard pickle refuses). Nothing here has run a parallel
-    torch op, so the children inherit no thread pool."""
+    imported torch and Lightning (longterm.sweeps.pack), so that a pack starts at once (a fresh
+    worker, as loky starts them, spends seconds importing them first). A forked child runs its call
+    as it is, nothing pickled; only its result comes back (cloudpickle, as loky sends it: a
+    JobReturn holds Hydra's configs, which the standard pickle refuses). Nothing here has run a
+    parallel torch op, so the children inherit no thread pool."""
     if jobs == 1:
         return [call(*args) for call, args in calls]
     import longterm.sweeps.pack  # noqa: F401

@@ -9,10 +9,11 @@ training runs needs on top:
   or `threads` CPUs each, never more than the sweep has, and `auto` threads split those CPUs
   evenly between the jobs that run at once;
 - the budget reaches each job as its overrides `launcher.jobs=N launcher.threads=K` (left out of
-  the job's name, conf/hydra/default.yaml), where longterm.training.run sets torch's and OpenMP's threads
-  and gives the job its share of the memory; the workers also start with OMP_NUM_THREADS=K;
+  the job's name, conf/hydra/default.yaml), where longterm.training.run sets torch's and OpenMP's
+  threads and gives the job its share of the memory; the workers also start with OMP_NUM_THREADS=K;
 - a job that stopped with a one-line error (src/train.py) is counted in this process, so the sweep
-  ends with its table and exits non-zero as under `launcher=local` (longterm.sweeps.multirun.JobsTable).
+  ends with its table and exits non-zero as under `launcher=local`
+  (longterm.sweeps.multirun.JobsTable).
 
 On a GPU the jobs share the device: several small runs keep it busier than one.
 """

@@ -1,14 +1,14 @@
 """`launcher=slurm` and `launcher=submitit_local` with `launcher.members` above 1 (or `auto`):
 packs inside cluster jobs. The jobs of a sweep that differ only in `lr`, `seed` and
-`trainer.max_epochs` train as the members of a pack (longterm.sweeps.pack), one submitit job per pack,
-grouped as `launcher=packed` groups them on one machine (packed_launcher.plan_packs); `auto` puts
-each cell in one job. The other jobs, and every job under `members=1` (the default), go one per
+`trainer.max_epochs` train as the members of a pack (longterm.sweeps.pack), one submitit job per
+pack, grouped as `launcher=packed` groups them on one machine (packed_launcher.plan_packs); `auto`
+puts each cell in one job. The other jobs, and every job under `members=1` (the default), go one per
 submitit job, as hydra-submitit-launcher sends them (this class is its launcher, with packs on
 top).
 
 A pack's job is requeued as a run's is: SIGUSR2 (the time limit near, or a preemption) runs
-submitit's handler at the pack's next batch boundary (longterm.training.callbacks.DeferSignal, one per
-pack), which calls SubmititPack.checkpoint: the same pack is submitted again and each member
+submitit's handler at the pack's next batch boundary (longterm.training.callbacks.DeferSignal, one
+per pack), which calls SubmititPack.checkpoint: the same pack is submitted again and each member
 resumes from its own last checkpoint, as the same job run alone would.
 """
 

@@ -33,9 +33,9 @@ VAL_ACC = "val/acc"  # module.py: logged once per epoch
 def held(run_dir: Path) -> bool:
     """Whether a process holds `run_dir`'s lock now: the lock file's inode among the flock
     locks in /proc/locks (Linux). Read only: taking the lock to test it could refuse a run that
-    starts at that moment. Elsewhere, whether the pid `store/run_dir.py: claim` wrote there is alive. A
-    multirun's or a pack's one process outlives its finished runs: run_progress calls a held run
-    running only while its result is not final at its epoch limit."""
+    starts at that moment. Elsewhere, whether the pid `store/run_dir.py: claim` wrote there is
+    alive. A multirun's or a pack's one process outlives its finished runs: run_progress calls a
+    held run running only while its result is not final at its epoch limit."""
     path = run_dir / LOCK_FILE
     if not path.exists():
         return False

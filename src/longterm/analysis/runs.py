@@ -25,7 +25,8 @@ def machine_name(m: dict[str, Any]) -> str:
 
 def epochs_trained(r: dict[str, Any]) -> float:
     """Epochs the last process trained. A resumed run (or one continued to a larger limit,
-    longterm.store.continue_run) counts only those after `resumed_at_update`, as `wall_time_s` does."""
+    longterm.store.continue_run) counts only those after `resumed_at_update`, as `wall_time_s`
+    does."""
     resumed = r.get("resumed_at_update") or 0
     return r["epochs"] - resumed * r["epochs"] / r["updates"] if r["updates"] else r["epochs"]
 

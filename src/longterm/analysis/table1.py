@@ -42,8 +42,8 @@ def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
             "n_lrs": runs.lr.nunique(),
             "lrs_run": tuple(sorted(runs.lr.unique())),
             "diverged_lrs": tuple(sorted(runs[runs.status == "diverged"].lr)),
-            # A run continued to a larger limit (longterm.store.continue_run) counts its whole chain:
-            # the runs of the same learning rate.
+            # A run continued to a larger limit (longterm.store.continue_run) counts its whole
+            # chain: the runs of the same learning rate.
             "best_wall_s": runs[runs.lr.isin(best.lr)].groupby("lr").wall_time_s.sum().min()
             if len(best)
             else None,

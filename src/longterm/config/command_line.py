@@ -4,7 +4,8 @@
 A bad override then fails in a second with one line naming the key, the value and what is
 allowed, before any output directory exists or any job of a sweep has run. The checks against
 the machine are config/machine_checks.py's; Hydra's private API is reached through
-config/hydra_internals.py. Importing it registers the resolvers that name run directories (`longterm.config.run_names`).
+config/hydra_internals.py. Importing it registers the resolvers that name run directories
+(`longterm.config.run_names`).
 """
 
 import itertools
@@ -20,7 +21,7 @@ from hydra.errors import HydraException, MissingConfigException, OverrideParseEx
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from longterm.config import run_names  # noqa: F401  registers the resolvers that name run directories
+from longterm.config import run_names  # noqa: F401  registers the resolvers naming run dirs
 from longterm.config.compositions import Compositions
 from longterm.config.hydra_internals import start_hydra
 from longterm.config.machine_checks import (

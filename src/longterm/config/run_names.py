@@ -15,8 +15,9 @@ this scheme keeps its jobs' old names (Hydra's `override_dirname`), so rerunning
 still resumes them.
 
 Importing this module registers the resolvers `${run_name:}` (the short part) and `${job_name:}`
-(a sweep job's whole name); `longterm.config.command_line`, which src/train.py imports, does so before Hydra
-composes. Hydra hands the registered resolvers to the job processes a launcher starts (submitit).
+(a sweep job's whole name); `longterm.config.command_line`, which src/train.py imports, does so
+before Hydra composes. Hydra hands the registered resolvers to the job processes a launcher starts
+(submitit).
 """
 
 import hashlib

@@ -1,6 +1,6 @@
 """Check a composed config before any work is done: `validate(cfg)` raises `ConfigError` with one
-line naming the key, the value and what is allowed. The keys and their rules are config/schema.py's; a
-model's own keys are its encoder's signature, and a task's generator is run once to see that it
+line naming the key, the value and what is allowed. The keys and their rules are config/schema.py's;
+a model's own keys are its encoder's signature, and a task's generator is run once to see that it
 gives what its section declares (longterm.plugins.resolve).
 
 No Lightning is imported; torch only with the encoder's module, which is built on PyTorch's

@@ -1,10 +1,10 @@
 """The claims sweep: the runs behind docs/claims.md (longterm.analysis.claims), and a timer that
 measures what each of its models costs per update, from which its budget is set.
 
-    python -m longterm.experiments.claim_runs                  # the sweep's commands
-    python -m longterm.experiments.claim_runs --run            # run them, two processes of one thread
-    python -m longterm.experiments.claim_runs --time 30        # seconds per update of every job kind
-    python -m longterm.experiments.claim_runs --vocab          # the large table's size, derived
+    python -m longterm.experiments.claim_runs            # the sweep's commands
+    python -m longterm.experiments.claim_runs --run      # run them: two processes, one thread
+    python -m longterm.experiments.claim_runs --time 30  # seconds per update of every job kind
+    python -m longterm.experiments.claim_runs --vocab    # the large table's size, derived
     python -m longterm.analysis.claims outputs/claims --out docs/claims.md
 
 Every job is `python src/train.py experiment=claims ...` (conf/experiment/claims.yaml: T0, the

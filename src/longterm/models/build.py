@@ -3,12 +3,12 @@ path, a readout over time and the paper's head (§2.2).
 
     x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> MLPHead: y (B, out_features)
 
-The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an import
-path (or the class), its own keys are the model section's other keys (attention models: `heads`,
-`layers`, `attn_span`, and `d_ff`, `n_persistent`, `norm` or `share_kv`). The keys every model has
-(`dim`, `hidden`, `negative_slope`, `init`, `impl`) are arguments; `init` applies to the head and,
-where the encoder takes it, to its input projection; recurrent and attention layers keep PyTorch's
-initialisation.
+The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an
+import path (or the class), its own keys are the model section's other keys (attention models:
+`heads`, `layers`, `attn_span`, and `d_ff`, `n_persistent`, `norm` or `share_kv`). The keys every
+model has (`dim`, `hidden`, `negative_slope`, `init`, `impl`) are arguments; `init` applies to the
+head and, where the encoder takes it, to its input projection; recurrent and attention layers keep
+PyTorch's initialisation.
 """
 
 from typing import Any

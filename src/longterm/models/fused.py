@@ -8,8 +8,8 @@ softmax that carries O(B D) from one to the next. The score is bounded (tanh, or
 so exp(e_t) cannot overflow and no running maximum is needed on any backend. What the backward pass
 needs is the input, the pooling weight alpha_t and, for attention, alpha_t (1 - e_t^2) per step,
 O(B T (F + 2)); the states h are recomputed, except in a single chunk, where they are kept. The
-readable path (StepEncoder + models/readouts.py) keeps several (B, T, D) tensors and stays the reference
-these kernels are tested against.
+readable path (StepEncoder + models/readouts.py) keeps several (B, T, D) tensors and stays the
+reference these kernels are tested against.
 
 Two backends compute the same function:
 - `cpu`: vectorised C++ loops per sequence (models/fused_cpu.cpp), for CPU tensors;

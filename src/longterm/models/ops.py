@@ -26,8 +26,8 @@ def meta_batch(batch_size: int, T: int, n_features: int) -> tuple[torch.Tensor, 
 
 
 def update_ops(module: nn.Module, batch: tuple[torch.Tensor, ...]) -> int:
-    """aten ops of one update of `module` (a longterm.training.module.MemoryTaskModule: its forward, `loss`
-    and `configure_optimizers`) on `batch` (x, y, mask), both moved to the meta device first;
+    """aten ops of one update of `module` (a longterm.training.module.MemoryTaskModule: its forward,
+    `loss` and `configure_optimizers`) on `batch` (x, y, mask), both moved to the meta device first;
     `module` is left there."""
     module = module.to("meta")
     x, y, mask = (t.to("meta") for t in batch)

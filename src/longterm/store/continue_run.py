@@ -11,7 +11,8 @@ epoch (docs/reliability.md, "Raising the epoch limit"):
 The data stream is keyed by epoch and batch index, so the continued run ends with the same
 metrics as a run started with the larger limit. Lightning's checkpoint callback keeps absolute
 paths, and restores its best score only when its directory is unchanged, so those paths are
-rewritten to the new directory. The old run may be an archived one (`runs/`, longterm.store.archive).
+rewritten to the new directory. The old run may be an archived one (`runs/`,
+longterm.store.archive).
 """
 
 import argparse

@@ -20,7 +20,8 @@ its own parameters. A member's parameters, val_acc_history, epochs and status ar
 those of the run alone (tests/test_packed.py).
 
 On an accelerator (`launcher.vectorise=auto`, fixed-length data) the members are stacked instead
-(longterm.sweeps.stacked): one update of every member is a fixed number of ops, and not equal to the bit.
+(longterm.sweeps.stacked): one update of every member is a fixed number of ops, and not equal to the
+bit.
 
 A member stops on its own while the others go on (sweeps/members.py).
 Resumption: each member resumes from its own last.ckpt; members whose checkpoints stand at other
@@ -28,7 +29,6 @@ updates (a pack killed while it wrote them) train as packs of their own.
 
 The pack's Lightning objects are in sweeps/pack_module.py, its members' in sweeps/members.py.
 """
-
 
 import logging
 import tempfile
@@ -216,7 +216,8 @@ def record_pack_failure(
     members: list[Member], trainer: L.Trainer, error: BaseException, seconds: float
 ) -> list[dict[str, Any] | RunError]:
     """Record every member that `error` stopped as `run.fit` records a run, then raise it again
-    (a SIGTERM's exit as `interrupted`), or return its one line for each (longterm.training.faults)."""
+    (a SIGTERM's exit as `interrupted`), or return its one line for each
+    (longterm.training.faults)."""
     exit_: SystemExit | None = None
     for member in members:
         if member.state == ENDED:

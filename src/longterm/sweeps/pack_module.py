@@ -60,8 +60,8 @@ class PackModule(L.LightningModule):
     as `<i>/<name>` (PackLogger hands them to the member's own logger); its training loss is
     logged by MemberHooks (one `self.log` per member and step would cost more than the step).
 
-    `vectorise`: `auto` stacks the members (longterm.sweeps.stacked) on an accelerator, `True` on any
-    device, `False` never; only where every seed's batches have one shape (`same_shapes`: fixed
+    `vectorise`: `auto` stacks the members (longterm.sweeps.stacked) on an accelerator, `True` on
+    any device, `False` never; only where every seed's batches have one shape (`same_shapes`: fixed
     lengths). Elsewhere the members run one after another, each as its run alone (exact)."""
 
     def __init__(
@@ -179,7 +179,8 @@ class PackOptimizer(torch.optim.Optimizer):
 
 
 class OwnTensors(L.Callback):
-    """A member's checkpoint written with tensors of their own (longterm.sweeps.stacked.own_tensors)."""
+    """A member's checkpoint written with tensors of their own
+    (longterm.sweeps.stacked.own_tensors)."""
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: Any, checkpoint: dict) -> None:
         if getattr(pl_module, "stacked_member", False):

@@ -1,5 +1,5 @@
-"""A pack's members as stacked tensors (launcher=packed on an accelerator, longterm.sweeps.pack): one
-update of every member in a number of ops that does not grow with the members.
+"""A pack's members as stacked tensors (launcher=packed on an accelerator, longterm.sweeps.pack):
+one update of every member in a number of ops that does not grow with the members.
 
 Each stacked parameter is (M, ...): member m's own parameter is a view of row m, and so are the
 tensors of its own Adam state (step, exp_avg, exp_avg_sq), so the member's checkpoints, callbacks

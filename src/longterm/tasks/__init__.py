@@ -2,8 +2,8 @@
 (X, y, mask)`; no torch, no Lightning.
 
 Each task's conf file names its generator by import path (`conf/task/*.yaml`, `generator:`), the
-built-ins' as a user's (longterm.plugins.resolve); `generate(generator, rng, ...)` draws a batch from a
-generator given by path or as the function. Every task pads to the paper's width
+built-ins' as a user's (longterm.plugins.resolve); `generate(generator, rng, ...)` draws a batch
+from a generator given by path or as the function. Every task pads to the paper's width
 `int(ceil(1.1 * min_length))` (or `max_length`) with lengths uniform on [min_length, width - 1],
 so the datamodules treat them all alike. X is (n, width, n_features) float64 with zeros on
 padding, mask (n, width) bool with True on real steps; y is a float target (regression) or an
