@@ -164,6 +164,33 @@ def test_a_plugin_that_does_not_import_is_one_line_from_train_py(lab):
     assert not (lab / "outputs").exists()
 
 
+def test_a_module_that_fails_on_import_is_named_with_its_file_and_line(tmp_path):
+    """A user's module that raises while it is imported: one line from src/train.py that names
+    the file and the line where it failed, and the error, with no traceback."""
+    package = tmp_path / "brokenlab"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "rnn.py").write_text(
+        "import math\n\nWIDTH = math.sqrt(-1)  # fails here\n\n\nclass RNN:\n    causal = True\n"
+    )
+    args = ["model=rnn", "model.encoder=brokenlab.rnn.RNN", "model.name=broken"]
+    out = train_py(*args, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
+    assert out.returncode == 1
+    assert out.stderr == (
+        "error: model.encoder=brokenlab.rnn.RNN is invalid: importing brokenlab.rnn fails at "
+        "brokenlab/rnn.py:3: ValueError: math domain error\n"
+    )
+
+
+def test_a_misspelt_plugin_name_offers_the_closest(lab):
+    """`model=gur` with the example's conf files on the search path: the user's own `gru` is
+    among the choices, and offered."""
+    out = train_py("--config-dir", "mylab/conf", "model=gur", cwd=lab, env=in_lab(lab))
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: model='gur' is invalid: choose one of all_attention, ")
+    assert out.stderr.endswith(", transformer; did you mean gru?\n")
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [

@@ -11,6 +11,10 @@ from longterm.config.validate import ConfigError
 BAD_COMMAND_LINES = [
     (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),
     (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
+    (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, feedback, "),
+    (["task=adition"], "task='adition' is invalid: choose one of addition, algorithmic, "),
+    (["pool=atention"], "pool='atention' is invalid: choose one of attention, last, mean, "),
+    (["-m", "launcher=paralel"], "launcher='paralel' is invalid: choose one of local, "),
     (
         ["model=gru"],
         "model='gru' is invalid: choose one of all_attention, feedback, feedforward, "
@@ -118,6 +122,26 @@ def test_bad_command_lines_fail_with_one_line(args, expected):
         check(args, CONF)
     message = str(err.value)
     assert message.startswith(expected) and "\n" not in message, message
+
+
+@pytest.mark.parametrize(
+    "args, close",
+    [
+        (["model=lstmm"], "lstm"),
+        (["task=adition"], "addition"),
+        (["pool=atention"], "attention"),
+        (["-m", "launcher=paralel"], "parallel"),
+        (["experiment=tabel1"], "table1"),
+        (["pool=max"], None),
+    ],
+)
+def test_a_misspelt_choice_offers_the_closest_name(args, close):
+    """A config-group choice that no conf file has ends with the closest one, when one is close
+    (difflib), after the list of every choice."""
+    with pytest.raises(ConfigError) as err:
+        check(args, CONF)
+    hint = f"; did you mean {close}?"
+    assert str(err.value).endswith(hint) if close else "did you mean" not in str(err.value)
 
 
 def test_command_line_sweeps_expand_to_the_cartesian_product():

@@ -8,6 +8,7 @@ config/hydra_internals.py. Importing it registers the resolvers that name run di
 (`longterm.config.run_names`).
 """
 
+import difflib
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -131,8 +132,10 @@ def explain(error: Exception, overrides: list[str]) -> str:
                 return f"{override!r} is not a valid override: {str(e).splitlines()[0]}"
     if isinstance(error, MissingConfigException) and error.missing_cfg_file:
         group, _, value = error.missing_cfg_file.rpartition("/")
-        options = ", ".join(error.options or [])
-        return f"{group}={value!r} is invalid: choose one of {options}"
+        options = list(error.options or [])
+        close = difflib.get_close_matches(value, options, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        return f"{group}={value!r} is invalid: choose one of {', '.join(options)}{hint}"
     lines = [line.strip().rstrip(".") for line in str(error).splitlines() if line.strip()]
     if lines and lines[0].startswith("Could not override") and error.__cause__ is not None:
         cause = str(error.__cause__).splitlines()[0]  # e.g. "Key 'val_size' is not in struct"

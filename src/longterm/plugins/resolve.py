@@ -18,7 +18,10 @@ This module imports nothing heavy: resolving a path imports only the module it n
 
 import functools
 import importlib
+import importlib.util
 import inspect
+import os
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -44,13 +47,39 @@ def resolve(path: str, key: str) -> Any:
             "or installed?)"
         ) from None
     except Exception as e:  # the user's module itself fails on import
-        where = f"{e.filename}:{e.lineno}" if isinstance(e, SyntaxError) else module_name
+        message = (str(e).splitlines() or [""])[0]
         raise PluginError(
-            f"{key}={path} is invalid: importing {where} fails: {type(e).__name__}: {e}"
+            f"{key}={path} is invalid: importing {module_name} fails at "
+            f"{failed_at(e, module_name)}: {type(e).__name__}: {message}"
         ) from None
     if not hasattr(module, attr):
         raise PluginError(f"{key}={path} is invalid: module {module_name} has no {attr!r}")
     return getattr(module, attr)
+
+
+def failed_at(error: Exception, module_name: str) -> str:
+    """`file:line` where importing `module_name` raised `error`: the last frame of the
+    traceback in that module's file (the line of a SyntaxError), else the last frame outside
+    Python's import machinery; the file relative to the working directory where it lies below."""
+    if isinstance(error, SyntaxError):
+        return f"{shown_path(error.filename)}:{error.lineno}"
+    machinery = (__file__, importlib.__file__)
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if f.filename not in machinery and not f.filename.startswith("<frozen ")
+    ]
+    try:
+        origin = getattr(importlib.util.find_spec(module_name), "origin", None)
+    except Exception:  # its package fails on import too
+        origin = None
+    frames = [f for f in frames if f.filename == origin] or frames
+    return f"{shown_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else module_name
+
+
+def shown_path(filename: str) -> str:
+    relative = os.path.relpath(filename)
+    return filename if relative.startswith("..") else relative
 
 
 def own_parameters(cls: type) -> dict[str, inspect.Parameter]:
