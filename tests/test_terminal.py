@@ -1,11 +1,21 @@
 """What a run shows while it trains: a bar with the epoch out of the limit, the loss and the last
 val/acc on a terminal; one line per epoch when piped; a table of the jobs at a multirun's end."""
 
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
 import pytorch_lightning as L
-from conftest import composed, quick, train_py
+from conftest import ROOT, TINY, composed, quick, train_py
 
 from longterm.training.parts import build_model, instantiate_named
-from longterm.training.terminal import EpochBar
+from longterm.training.terminal import REDRAW_S, EpochBar
 
 SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off
 
@@ -49,3 +59,53 @@ def test_piped_runs_print_a_line_per_epoch_and_the_multirun_a_table_of_its_jobs(
     rows = [line.split() for line in table[3:5]]
     assert [r[0].split("-")[0] for r in rows] == ["addition", "xor"]
     assert all(r[1] == "max_epochs" and r[3] == "2/2" for r in rows)
+
+
+def in_a_terminal(*args: str, cwd: Path) -> tuple[bytes, float]:
+    """src/train.py run in a pseudo-terminal of 120 columns, as a user's shell runs it: all it
+    wrote there, and the seconds it took."""
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    started = time.monotonic()
+    command = [sys.executable, str(ROOT / "src" / "train.py"), *args]
+    process = subprocess.Popen(command, cwd=cwd, stdin=side, stdout=side, stderr=side)
+    os.close(side)
+    written = bytearray()
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        written += chunk
+    assert process.wait(timeout=300) == 0, written.decode(errors="replace")[-2000:]
+    os.close(main)
+    return bytes(written), time.monotonic() - started
+
+
+def test_the_bar_redraws_a_few_times_a_second_not_at_every_update(tmp_path):
+    """1,500 short updates in a terminal: the bar is drawn (the epoch of the limit, at 100% at
+    the end) at most REDRAW_S apart, where Lightning's redraws twice per update."""
+    updates = 1500
+    args = ["T0=20", "lr=1e-9", "data.batch_size=8", f"data.batches_per_epoch={updates}"]
+    args += ["data.val_size=64", "trainer.max_epochs=1", "logger=none", f"hydra.run.dir={tmp_path}"]
+    written, seconds = in_a_terminal(*args, cwd=tmp_path)
+    redraws = written.count(b"\r") - written.count(b"\r\n")
+    assert b"epoch 1/1: 100%" in written and f"{updates}/{updates}".encode() in written
+    assert redraws <= seconds / REDRAW_S + 10, (redraws, seconds)
+    assert redraws < updates / 10
+
+
+def test_jobs_side_by_side_name_themselves_in_their_lines(tmp_path):
+    """launcher=parallel with two jobs at once: each epoch line and each result line begins
+    with its job's directory name, as a pack's members' do (sweeps/members.py)."""
+    args = ["-m", "launcher=parallel", "launcher.jobs=2", "task=addition,xor", *TINY]
+    out = train_py(*args, "trainer.enable_progress_bar=true", f"hydra.sweep.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    jobs = sorted(p.name for p in tmp_path.iterdir() if (p / ".hydra").is_dir())
+    said = [line.split(" - ", 1)[1] for line in out.stdout.splitlines() if " - " in line]
+    epochs = [line for line in said if ": epoch 1/1: loss " in line]
+    results = [line for line in said if line.endswith("result.json")]
+    assert sorted(line.split(": epoch")[0] for line in epochs) == jobs
+    assert sorted(line.split(": max_epochs after")[0] for line in results) == jobs

@@ -9,7 +9,6 @@ A member stops on its own while the others go on:
   hold the pack's loop counters at that batch; the run is final and never resumed.
 """
 
-import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping
@@ -32,15 +31,17 @@ from longterm.training.library_internals import (
 )
 from longterm.training.module import MemoryTaskModule
 from longterm.training.record import close_record, outcome
-from longterm.training.terminal import epoch_line
+from longterm.training.terminal import JobLog, epoch_line
 
 
-class MemberLog(logging.LoggerAdapter):
-    """Log lines of one member: its directory's name first on the console; the record carries
-    `member` (its run directory), by which a launcher writes it to the member's train.log."""
+class MemberLog(JobLog):
+    """Log lines of one member: its directory's name first on the console, as a run's among
+    several side by side (training/terminal.py); the record carries `member` (its run
+    directory), by which a launcher writes it to the member's train.log."""
 
     def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
-        return f"{Path(self.extra['member']).name}: {msg}", {**kwargs, "extra": self.extra}
+        msg, kwargs = super().process(msg, kwargs)
+        return msg, {**kwargs, "extra": {"member": self.extra["run_dir"]}}
 
 
 TRAINING, ENDING, ENDED = "training", "ending", "ended"

@@ -133,7 +133,7 @@ def build_member(cfg: DictConfig, run_dir: Path, pack_size: int) -> Member:
         )
     optimizer = parts.module.configure_optimizers()
     attach_unfitted(trainer, parts.module, optimizer)
-    say = MemberLog(log, {"member": str(run_dir)})
+    say = MemberLog(log, run_dir)
     return Member(
         cfg,
         run_dir,

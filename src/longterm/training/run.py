@@ -27,7 +27,8 @@ from longterm.training.parts import (
 )
 from longterm.training.quiet import quiet_libraries
 from longterm.training.record import close_record, open_record, outcome, record_failure, settle
-from longterm.training.terminal import progress_callbacks
+from longterm.training.record import log as record_log
+from longterm.training.terminal import JobLog, progress_callbacks
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +85,11 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """Build the parts, fit (from the last checkpoint when there is one), write result.json."""
     parts = assemble(cfg)
     datamodule = instantiate_named(cfg.data)
-    # bars of jobs side by side would draw over each other: lines instead
+    # a run side by side with others (launcher=parallel) names itself in its lines
+    side_by_side = run_dir if parts.jobs > 1 else None
+    say = record_log if side_by_side is None else JobLog(record_log, run_dir)
     enabled = cfg.trainer.get("enable_progress_bar", True)
-    shows, bar = progress_callbacks(enabled, bars=parts.jobs == 1)
+    shows, bar = progress_callbacks(enabled, side_by_side)
     trainer = run_trainer(cfg, [*parts.callbacks, *shows], parts.logger, enable_progress_bar=bar)
     result = open_record(cfg, parts.module, run_dir, parts.logger, parts.ckpt, parts.resumed_at)
     start = time.perf_counter()
@@ -101,4 +104,4 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     counts = outcome(
         parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
     )
-    return close_record(cfg, result, parts.logger, counts, time.perf_counter() - start)
+    return close_record(cfg, result, parts.logger, counts, time.perf_counter() - start, say)
