@@ -53,7 +53,8 @@ def contract_py(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Comple
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):
     """`--config-dir mylab/conf`, a sweep of the GRU and the paper's model on the example's task
     and on addition: each run is recorded by its own names, in result.json, hparams.yaml, the
-    run directory, TensorBoard's HPARAMS (and its discrete values) and the collector's tables."""
+    run directory, TensorBoard's HPARAMS (and its discrete values) and the collector's tables;
+    the collector's sweeps.md gives the command with the PYTHONPATH it needs."""
     sweep = lab / "sweep"
     args = ["-m", "--config-dir", "mylab/conf", "model=gru,feedforward"]
     args += ["task=ordered_difference,addition", *TINY, f"hydra.sweep.dir={sweep}"]
@@ -99,6 +100,9 @@ def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_n
 
     runs = pd.read_csv(collected / "runs.csv")
     assert set(zip(runs.model, runs.task, strict=True)) == set(results)
+    # the sweep's command with the PYTHONPATH that its rerun needs
+    command = f"PYTHONPATH={lab} python src/train.py -m --config-dir {lab / 'mylab' / 'conf'} "
+    assert f"    {command}model=gru,feedforward " in (collected / "sweeps.md").read_text()
     table = subprocess.run(
         [sys.executable, "-m", "longterm.analysis.memory_comparison", str(sweep)],
         cwd=lab,

@@ -49,8 +49,9 @@ def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
     if (sweep / SWEEP_RECORD).exists():
         return [entry["command"] for entry in json.loads((sweep / SWEEP_RECORD).read_text())]
     if (sweep / COMMANDS_RECORD).exists():
-        recorded = [e["command"] for e in json.loads((sweep / COMMANDS_RECORD).read_text())]
-        made = [shlex.split(c)[3:] for c in recorded]  # python src/train.py -m OVERRIDES
+        entries = json.loads((sweep / COMMANDS_RECORD).read_text())
+        recorded = [command_line(e) for e in entries]
+        made = [shlex.split(e["command"])[3:] for e in entries]  # python src/train.py -m ...
         # jobs made before the record began: by no recorded command, each its own command
         earlier = [
             "python src/train.py -m " + " ".join(own)
@@ -68,6 +69,13 @@ def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
             command = "python src/train.py -m " + " ".join([*own, *where])
             commands += [] if command in commands else [command]
     return commands
+
+
+def command_line(entry: dict) -> str:
+    """A recorded command as a shell line, after the environment it was run with (`env`, e.g.
+    `PYTHONPATH=/home/me/lab python src/train.py -m ...`); records made before `env` have none."""
+    env = [f"{name}={shlex.quote(value)}" for name, value in entry.get("env", {}).items()]
+    return " ".join([*env, entry["command"]])
 
 
 def job_overrides(job: Path | str) -> list[str]:

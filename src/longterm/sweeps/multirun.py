@@ -1,9 +1,11 @@
 """Hydra callbacks of a multirun (conf/hydra/default.yaml, `callbacks`), run in the process that
 launched the sweep, whatever the launcher: `RecordCommand` appends the command to the sweep
-directory's commands.json (the collector's sweeps.md lists every command a directory was run
-with), and `JobsTable` ends the sweep with a table of its jobs: settings (the job's directory
-name, longterm.config.run_names), status, best validation accuracy and epochs."""
+directory's commands.json, with the environment variables a rerun needs (`env`: PYTHONPATH when
+set; the collector's sweeps.md lists every command a directory was run with), and `JobsTable`
+ends the sweep with a table of its jobs: settings (the job's directory name,
+longterm.config.run_names), status, best validation accuracy and epochs."""
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,9 +67,24 @@ def command(config: DictConfig) -> str:
     return " ".join(["python src/train.py -m", *flags, *hydra.overrides.task, *where])
 
 
+# The environment variables a rerun of a command needs: PYTHONPATH, where a user's plugins import.
+RERUN_ENV = ("PYTHONPATH",)
+
+
+def environment() -> dict[str, str]:
+    """The RERUN_ENV variables set in this process, each path made absolute (as --config-dir is
+    recorded), so that the command reruns from any directory."""
+    return {
+        name: os.pathsep.join(os.path.abspath(p) for p in os.environ[name].split(os.pathsep) if p)
+        for name in RERUN_ENV
+        if os.environ.get(name)
+    }
+
+
 class RecordCommand(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         entry = {"command": command(config), "started_at": now(), "commit": git_commit()}
-        append_record(sweep_dir / COMMANDS_RECORD, entry)
+        env = environment()
+        append_record(sweep_dir / COMMANDS_RECORD, {**entry, **({"env": env} if env else {})})
