@@ -1,8 +1,10 @@
-"""Check a model's encoder and a task's generator against their contract (docs/plugins.md):
-shapes, padding, causality, determinism, gradients; the task's shapes, labels and chance level.
+"""Check a model's encoder, its readout (pool=) and a task's generator against their contract
+(docs/plugins.md): shapes, padding, causality, determinism, gradients; the task's shapes, labels
+and chance level.
 
     python src/contract.py model=lstm task=temporal_order
     PYTHONPATH=. python src/contract.py --config-dir mylab/conf model=gru task=ordered_difference
+    PYTHONPATH=. python src/contract.py --config-dir mylab/conf model=gru pool=gated
 
 The overrides are those of one src/train.py run; the exit status is 1 if a check fails.
 """
@@ -25,16 +27,20 @@ def main(argv: list[str]) -> int:
         sys.exit(f"error: {e}")
     from longterm.config.contract_check import (  # torch once the line is good
         encoder_report,
+        readout_report,
         task_report,
     )
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
+    pool = OmegaConf.to_container(cfg.pool, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)
     shortest = cfg.data.T0 if cfg.data.name == "fixed" else cfg.data.min_length
+    keys = {k: v for k, v in model.items() if k not in ("encoder", "dim")}
     reports = {
         f"model={cfg.model.name}": encoder_report(
-            model.pop("encoder"), cfg.task.n_features, model.pop("dim"), model
+            model["encoder"], cfg.task.n_features, model["dim"], keys
         ),
+        f"pool={cfg.pool.name}": readout_report(pool, model["dim"], model),
         f"task={cfg.task.name}": task_report(task, shortest),
     }
     for name, report in reports.items():

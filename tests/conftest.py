@@ -258,6 +258,27 @@ def multirun(sweep_dir: Path, *args: str, timeout: int = 300) -> list[dict]:
     return sweep_results(sweep_dir)
 
 
+EXAMPLE = ROOT / "examples" / "mylab"  # a user's package: a model, a readout and a task
+PLUGINS = ROOT / "tests" / "plugins"  # broken plugins: leaky.py (an encoder), peek.py (a readout)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Path:
+    """A user's directory outside the repo holding the example package `mylab`."""
+    home = tmp_path_factory.mktemp("lab")
+    shutil.copytree(EXAMPLE, home / "mylab", ignore=shutil.ignore_patterns("__pycache__"))
+    return home
+
+
+def in_lab(lab: Path) -> dict[str, str]:
+    """The environment in which `mylab` imports, as the user's shell has it."""
+    return {"PYTHONPATH": str(lab)}
+
+
+def contract_py(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return src_py("contract.py", *args, cwd=cwd, env=env, timeout=120)
+
+
 def composed(*overrides: str, with_hydra: bool = False) -> DictConfig:
     """conf/train.yaml with these overrides, composed in-process as Hydra composes it (with its
     `hydra` node when `with_hydra`)."""

@@ -51,11 +51,15 @@ def test_per_step_targets_need_cross_entropy():
         MemoryTaskModule(torch.nn.Identity(), loss="mse", per_step=True)
 
 
+PER_STEP = "longterm.models.readouts.PerStep"
+
+
 def test_a_model_that_sees_later_steps_is_refused_per_step():
     """Every model here is causal; the rule stands for one that is not."""
-    error = targets_error("algorithmic", "step", "per_step", "bilstm", False, "cross_entropy")
+    args = ("algorithmic", "step", "per_step", PER_STEP, True)
+    error = targets_error(*args, "bilstm", False, "cross_entropy")
     assert error.startswith("pool=per_step is invalid with model=bilstm: its state")
-    assert targets_error("algorithmic", "step", "per_step", "lstm", True, "cross_entropy") is None
+    assert targets_error(*args, "lstm", True, "cross_entropy") is None
 
 
 SMALL = {"heads": 2, "layers": 2, "attn_span": 8}

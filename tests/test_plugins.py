@@ -1,9 +1,9 @@
 """A researcher's own model and task, from a package outside the repo, through the path a user
-takes: the example package (examples/mylab) copied to a temporary directory, src/train.py and
-src/contract.py run from there with its conf files on the search path; and the contract check on
-every built-in model and task, and on a broken model it must reject."""
+takes: the example package (examples/mylab) copied to a temporary directory (conftest.lab),
+src/train.py and src/contract.py run from there with its conf files on the search path; and the
+contract check on every built-in model and task, and on a broken model it must reject. A
+readout of one's own: tests/test_readout_plugins.py."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import (
     CONF,
-    ROOT,
+    PLUGINS,
     TINY,
     composed,
     conf_names,
+    contract_py,
+    in_lab,
     read_json,
-    src_py,
     sweep_results,
     train_py,
 )
@@ -29,25 +30,6 @@ from longterm.config.run_names import short_name
 from longterm.config.validate import ConfigError
 from longterm.training.hparams_records import records
 from longterm.training.parts import build_model, run_params
-
-EXAMPLE = ROOT / "examples" / "mylab"
-PLUGINS = ROOT / "tests" / "plugins"  # leaky.py: declared causal, and not
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory) -> Path:
-    """A user's directory outside the repo holding the example package `mylab`."""
-    home = tmp_path_factory.mktemp("lab")
-    shutil.copytree(EXAMPLE, home / "mylab", ignore=shutil.ignore_patterns("__pycache__"))
-    return home
-
-
-def in_lab(lab: Path) -> dict[str, str]:
-    return {"PYTHONPATH": str(lab)}
-
-
-def contract_py(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return src_py("contract.py", *args, cwd=cwd, env=env, timeout=120)
 
 
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):

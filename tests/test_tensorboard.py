@@ -23,7 +23,7 @@ from tensorboard.plugins.hparams import (
 )
 
 from longterm.analysis.events import scalars
-from longterm.choices import LENGTHS, LOSSES, POOLS
+from longterm.choices import LENGTHS, LOSSES
 from longterm.config import run_names
 from longterm.training.hparams_records import (
     FILE_VERSION,
@@ -56,6 +56,9 @@ STATUS = {  # (lr, threshold) -> (result status, HPARAMS session status)
     (1e30, 1.0): ("diverged", api_pb2.STATUS_FAILURE),
 }
 METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
+TASK_KEYS = ["k", "statements", "variables", "arity", "vocab"]  # the built-in tasks' own keys
+# The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
+MODEL_KEYS = ["attn_span", "d_ff", "heads", "layers", "n_persistent", "norm", "share_kv"]
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
     api_pb2.STATUS_SUCCESS,
@@ -106,16 +109,18 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[5:]] == sorted(
         ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables", "vocab"]
+        + MODEL_KEYS
     )
 
 
 def test_every_string_key_has_its_allowed_values_to_filter_by(board):
+    """Each string key but a model's own (`norm`, free text) lists its values, the names of the
+    conf files for task, pool and model."""
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
-    names = dict(task=tuple(conf_names("task")), model=tuple(conf_names("model")))
-    allowed = dict(**names, pool=POOLS, data=("fixed", "variable"))
-    allowed |= dict(loss=LOSSES, lengths=LENGTHS)
+    names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
+    allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
-    assert strings == set(allowed)
+    assert strings == {*allowed, "norm"} and not infos["norm"].domain_discrete.values
     for name, values in allowed.items():
         assert [v.string_value for v in infos[name].domain_discrete.values] == list(values)
     assert [v.bool_value for v in infos["mask_padding"].domain_discrete.values] == [False, True]
@@ -225,6 +230,16 @@ def test_the_schema_holds_every_key_a_run_can_have():
     assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
 
 
+def test_a_model_s_own_keys_are_among_the_run_s_parameters():
+    """An encoder's own keys (the transformer's) by their names, as the task's are."""
+    from longterm.training.parts import run_params  # loads Lightning
+
+    params = run_params(composed("arch=transformer", "model.layers=3"))
+    own = {k: params[k] for k in ("heads", "layers", "attn_span", "d_ff", "norm")}
+    assert own == {"heads": 4, "layers": 3, "attn_span": 64, "d_ff": 64, "norm": "post"}
+    assert set(params) == set(SCHEMA) - {"min_length", "max_length", *TASK_KEYS} | set(own)
+
+
 @pytest.mark.parametrize(
     "status, code",
     [
@@ -243,7 +258,7 @@ def test_a_run_keeps_one_start_record_and_an_earlier_end_is_dropped(tmp_path):
     """A resumed run writes no second start; a rerun after a failure, or with other settings,
     drops the earlier records and writes its own."""
     params = {"task": "addition", "lr": 1e-3, "max_epochs": 2}
-    names = {"task": ("addition",), "model": ("feedforward",)}
+    names = {"task": ("addition",), "pool": ("attention",), "model": ("feedforward",)}
     first = Event(file_version=FILE_VERSION).SerializeToString()
     written = [first] + [
         Event(step=0, summary=s).SerializeToString()

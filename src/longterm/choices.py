@@ -1,16 +1,25 @@
 """The allowed values of every choice a user makes, in one module with no imports: the schema
 (config/), the data and the models all read them from here."""
 
-# Models and tasks are not listed here: each is the conf file that names it, and its encoder or
-# generator by import path (longterm.plugins.resolve), the built-ins' as a user's.
+# Models, readouts and tasks are not listed here: each is the conf file that names it, and its
+# encoder, readout or generator by import path (longterm.plugins.resolve), the built-ins' as a
+# user's. What a readout does is its class's: a name is a label only.
 LABELS = ("sequence", "step")  # task.labels: one target per sequence y (B,), or per step (B, T)
 LOSSES = ("mse", "cross_entropy")  # task.loss
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
-POOLS = ("attention", "mean", "last", "per_step")  # pool.name
-ORDER_BLIND_POOLS = ("attention", "mean")  # pool the sequence as a set (Raffel & Ellis §2.4)
 # The model section's keys that the framework reads (models/build.py); the others are the
 # encoder's own (plugins.encoder_keys).
 COMMON_MODEL_KEYS = ("name", "encoder", "dim", "hidden", "negative_slope", "init", "impl")
+# The pool section's keys that every readout has; the others are the readout's own
+# (plugins.readout_keys).
+COMMON_POOL_KEYS = ("name", "readout", "mask_padding")
+# The paper's two readouts [Raffel & Ellis 2015, eq. 1 and 2], by their classes: they pool the
+# sequence as a set, blind to order (§2.4), and model.impl=fused computes them with the
+# feed-forward encoder in one pass (models/fused.py); runs of that model with either pack.
+PAPER_READOUTS = (
+    "longterm.models.readouts.AttentionPooling",
+    "longterm.models.readouts.MeanPooling",
+)
 # A plugin's name is a run directory's part and a TensorBoard value: letters, digits and _.
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]*$"
 DATA = ("fixed", "variable")  # data.name (conf/data/*.yaml)
@@ -19,9 +28,8 @@ NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
 IMPLS = ("auto", "reference", "fused")  # model.impl (built_impl; models/fused.py: plan)
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 
-# model.impl=fused: the feedforward model's encoder and pooling in one pass (models/fused.py)
+# model.impl=fused: the feedforward model's encoder and a PAPER_READOUTS pooling in one pass
 FUSED_ENCODER = "longterm.models.feedforward.StepEncoder"
-FUSED_POOLS = ("attention", "mean")
 # A count resolved when the run starts: data.num_workers (training/data.py: feed_workers) and
 # callbacks.stop_on_divergence.every_n_updates (training/callbacks.py: StopOnDivergence).
 AUTO = "auto"
@@ -29,56 +37,64 @@ AUTO = "auto"
 PACK_MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")
 
 
-def impl_error(encoder: str, model: str, impl: str, pool: str) -> str | None:
-    """Why `model.impl=impl` cannot build `model` (whose encoder is at `encoder`) with `pool`,
-    in one line; None if it can."""
+def impl_error(encoder: str, model: str, impl: str, readout: str, pool: str) -> str | None:
+    """Why `model.impl=impl` cannot build `model` (whose encoder is at `encoder`) with the
+    readout class at `readout` (`pool=pool`), in one line; None if it can."""
     if impl not in IMPLS:
         return f"model.impl={impl!r} is invalid: choose one of {', '.join(IMPLS)}"
     if impl == "fused" and encoder != FUSED_ENCODER:
         return f"model.impl=fused is invalid for model={model}: use model.impl=reference"
-    if impl == "fused" and pool not in FUSED_POOLS:
+    if impl == "fused" and readout not in PAPER_READOUTS:
         return (
             f"model.impl=fused is invalid with pool={pool}: "
-            f"use pool={'|'.join(FUSED_POOLS)} or model.impl=reference"
+            "use pool=attention|mean or model.impl=reference"
         )
     return None
 
 
-def built_impl(encoder: str, impl: str, pool: str) -> str:
+def built_impl(encoder: str, impl: str, readout: str) -> str:
     """The implementation `model.impl=impl` builds: `auto` is `fused` wherever fused can build
-    the encoder and pooling (the feedforward model's StepEncoder with attention or mean pooling)
-    and `reference` for every other model and pooling; which backend fused runs is decided per
+    the encoder and readout (the feedforward model's StepEncoder with a PAPER_READOUTS class) and
+    `reference` for every other model and readout; which backend fused runs is decided per
     device at forward time (models/fused.py: plan)."""
     if impl != "auto":
         return impl
-    return "fused" if encoder == FUSED_ENCODER and pool in FUSED_POOLS else "reference"
+    return "fused" if encoder == FUSED_ENCODER and readout in PAPER_READOUTS else "reference"
 
 
 def targets_error(
-    task: str, labels: str, pool: str, model: str, causal: bool, loss: str
+    task: str,
+    labels: str,
+    pool: str,
+    readout: str,
+    per_step: bool,
+    model: str,
+    causal: bool,
+    loss: str,
 ) -> str | None:
-    """Why `pool` cannot read `model` for `task`'s targets, in one line; None if it can. A task
-    that labels steps needs `pool=per_step` on a causal model (an order-blind pooling gives one
-    output per sequence and cannot tell which step it is at) and cross-entropy (its labels are
-    classes); a task with one target per sequence needs a pooling over time."""
+    """Why `pool` (whose class is at `readout`, giving an output per step if `per_step`) cannot
+    read `model` for `task`'s targets, in one line; None if it can. A task that labels steps
+    needs a per-step readout on a causal model (an order-blind pooling gives one output per
+    sequence and cannot tell which step it is at) and cross-entropy (its labels are classes); a
+    task with one target per sequence needs a pooling over time."""
     steps = labels == "step"
     if steps and loss != "cross_entropy":
         return f"task.loss={loss} is invalid with task={task}: its per-step labels are classes"
-    if steps and pool in ORDER_BLIND_POOLS:
+    if steps and readout in PAPER_READOUTS:
         return (
             f"pool={pool} is invalid with task={task}: {pool} pooling is blind to order and gives "
             "one output per sequence, and this task labels steps; use pool=per_step"
         )
-    if steps and pool != "per_step":
+    if steps and not per_step:
         return f"pool={pool} is invalid with task={task}: this task labels steps; use pool=per_step"
-    if pool == "per_step" and not steps:
+    if per_step and not steps:
         return (
-            f"pool=per_step is invalid with task={task}: it has one target per sequence; use "
+            f"pool={pool} is invalid with task={task}: it has one target per sequence; use "
             "pool=last|attention|mean, or a task that labels steps (task.labels=step)"
         )
-    if pool == "per_step" and not causal:
+    if per_step and not causal:
         return (
-            f"pool=per_step is invalid with model={model}: its state at a step sees later steps "
+            f"pool={pool} is invalid with model={model}: its state at a step sees later steps "
             "(its encoder says causal = False); use a causal model"
         )
     return None

@@ -5,9 +5,10 @@ For the variable-length experiment (§2.3) each validation batch has one length,
 accuracy by evaluation length: `python -m longterm.analysis.evaluate <run dir>` prints it. The
 mean over batches of equal size is the run's final val/acc.
 
-A run that predicts per step (pool=per_step) gets its accuracy by position instead, over the
-labelled steps of its validation set, and for the algorithmic task also by the print's statement
-index in its program and by what last changed the printed variable (tasks/algorithmic.py:
+A run that predicts per step (its readout's class says `per_step`, as pool=per_step's) gets its
+accuracy by position instead, over the labelled steps of its validation set, and for the
+algorithmic task also by the print's statement index in its program and by what last changed the
+printed variable (tasks/algorithmic.py:
 replay); the labelled steps of each table add up to the run's final val/acc.
 """
 
@@ -20,8 +21,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from longterm.analysis.variable_length import variable_length_runs
+from longterm.plugins.resolve import readout_class
 from longterm.store.recorded import recorded_config
-from longterm.store.records import read_result
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.tasks import NO_TARGET
 from longterm.tasks.algorithmic import replay
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("run_dir")
     p.add_argument("--checkpoint", default="last.ckpt")
     args = p.parse_args(argv)
-    if read_result(args.run_dir)["pool"] == "per_step":
+    if readout_class(recorded_config(args.run_dir)["pool"]["readout"]).per_step:
         print(step_report(args.run_dir, args.checkpoint))
     else:
         print(accuracy_by_batch(args.run_dir, args.checkpoint).to_string(index=False))

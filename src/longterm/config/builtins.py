@@ -1,5 +1,6 @@
-"""A built-in model or task by its name: the import path its conf file gives
-(conf/model/<name>.yaml's `encoder`, conf/task/<name>.yaml's `generator`), as a run reads it."""
+"""A built-in model, readout or task by its name: the import path its conf file gives
+(conf/model/<name>.yaml's `encoder`, conf/pool/<name>.yaml's `readout`, conf/task/<name>.yaml's
+`generator`), as a run reads it."""
 
 from pathlib import Path
 
@@ -21,3 +22,10 @@ def generator_of(ref: str) -> str:
     """A generator's import path: a path as it is, a built-in task's name through its conf
     file."""
     return ref if "." in ref else str(conf_file("task", ref).generator)
+
+
+def builtin_path(group: str, name: str, key: str) -> str | None:
+    """The import path under `key` of the built-in conf file `group/name.yaml`; None when no
+    built-in has that name."""
+    path = CONF / group / f"{name}.yaml"
+    return str(OmegaConf.load(path)[key]) if path.is_file() else None

@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm.config import run_names  # noqa: F401  registers the resolvers naming run dirs
+from longterm.config.builtins import builtin_path
 from longterm.config.compositions import Compositions
 from longterm.config.hydra_internals import start_hydra
 from longterm.config.machine_checks import (
@@ -39,7 +40,7 @@ HYDRA_FLAGS = ("-m", "--multirun")
 CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
 CONFIG_NAME_FLAGS = ("--config-name", "-cn")
 # A group whose conf files name a plugin, and the key holding its import path.
-PLUGIN_GROUPS = {"model": "encoder", "task": "generator"}
+PLUGIN_GROUPS = {"model": "encoder", "pool": "readout", "task": "generator"}
 
 
 @dataclass
@@ -153,14 +154,17 @@ def check_null_groups(overrides: list[str], config_dir: Path) -> None:
 
 
 def check_names(cfg: DictConfig, overrides: list[str]) -> None:
-    """A model or task is recorded under its own name: the name of its conf file, or one given
-    on the command line that no conf file on the search path has. A model whose encoder (a task
-    whose generator) is replaced on the command line needs a name of its own, so that it is never
-    recorded as the conf file it replaced."""
+    """A model, readout or task is recorded under its own name: the name of its conf file, or
+    one given on the command line that no conf file on the search path has. A model whose encoder
+    (a readout whose class, a task whose generator) is replaced on the command line needs a name
+    of its own, so that it is never recorded as the conf file it replaced; and a built-in's name
+    (conf/<group>/<name>.yaml) names the built-in's class only, also in a user's conf file of
+    that name."""
     loader = GlobalHydra.instance().config_loader()
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     for group, path_key in PLUGIN_GROUPS.items():
         name, choice = cfg[group].name, cfg.hydra.runtime.choices[group]
+        path = cfg[group][path_key]
         if name != choice and name in loader.get_group_options(group):
             raise ConfigError(
                 f"{group}.name={name} is invalid with {group}={choice}: {name} is the name of "
@@ -168,9 +172,33 @@ def check_names(cfg: DictConfig, overrides: list[str]) -> None:
             )
         if f"{group}.{path_key}" in given and f"{group}.name" not in given:
             raise ConfigError(
-                f"{group}.{path_key}={cfg[group][path_key]} needs a name of its own: give "
+                f"{group}.{path_key}={path} needs a name of its own: give "
                 f"{group}.name=... too, or it would be recorded as {group}={choice}"
             )
+        builtin = builtin_path(group, str(name), path_key)
+        if builtin is not None and path != builtin:
+            raise ConfigError(
+                f"{group}.{path_key}={path} is invalid with {group}.name={name}: {name} is the "
+                f"built-in {builtin} ({group}/{name}.yaml); give this {group} a name of its own"
+            )
+        check_one_class(group, choice, path_key)
+
+
+def check_one_class(group: str, choice: str, path_key: str) -> None:
+    """Every conf file `group/choice.yaml` on the search path names one class: Hydra reads the
+    first, and a user's of a built-in's name would be passed over (conf/ comes first)."""
+    found = {}  # the class each conf file names -> its directory
+    for source in GlobalHydra.instance().config_loader().get_sources():
+        if source.is_config(f"{group}/{choice}"):
+            conf = source.load_config(f"{group}/{choice}").config
+            found.setdefault(str(OmegaConf.select(conf, path_key)), source.path)
+    if len(found) > 1:
+        (first, where), (other, there) = list(found.items())[:2]
+        raise ConfigError(
+            f"{group}={choice} is invalid: {there}/{group}/{choice}.yaml names {other}, and "
+            f"{group}/{choice}.yaml in {where}, which Hydra reads, names {first}; give yours a "
+            "name of its own"
+        )
 
 
 def job_config(

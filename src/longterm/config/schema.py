@@ -1,10 +1,10 @@
 """The schema of every user-facing config key: one pydantic model per section (§ of conf/).
 
-The project's own sections (task, pool, data) are closed: every key is listed, so a key added
-with `+` is refused. The model section lists the keys every model has; its other keys are its
-encoder's, checked against the encoder's signature (config.check_model). Library sections
-(trainer, callbacks) are open: only the listed keys are checked. config.validate turns the first
-fault into one line.
+The project's own sections (task, data) are closed: every key is listed, so a key added with `+`
+is refused. The model and pool sections list the keys every model and readout has; their other
+keys are the encoder's or the readout's, checked against its signature (config/validate.py).
+Library sections (trainer, callbacks) are open: only the listed keys are checked. config.validate
+turns the first fault into one line.
 """
 
 from typing import Annotated, Any, Literal
@@ -21,7 +21,6 @@ from longterm.choices import (
     LENGTHS,
     LOSSES,
     NAME_PATTERN,
-    POOLS,
 )
 from longterm.tasks import MIN_LENGTH
 
@@ -44,7 +43,8 @@ class Section(BaseModel):
     target: str | None = Field(default=None, alias="_target_")
 
 
-# A model's or a task's name: its conf file's, shown in run names, result.json and TensorBoard.
+# A model's, a readout's or a task's name: its conf file's, shown in run names, result.json and
+# TensorBoard.
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
 
@@ -71,8 +71,14 @@ class TaskSection(Section):
         return self
 
 
-class PoolSection(Section):
-    name: Literal[POOLS]
+class PoolSection(BaseModel):
+    """The keys every readout has; any other key is its own, checked against its class's
+    signature in config.py (plugins.readout_keys). `mask_padding`: whether padded steps are
+    kept out of what it reads."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    name: Name
+    readout: ImportPath
     mask_padding: bool
 
 

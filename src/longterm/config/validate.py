@@ -1,10 +1,11 @@
 """Check a composed config before any work is done: `validate(cfg)` raises `ConfigError` with one
 line naming the key, the value and what is allowed. The keys and their rules are config/schema.py's;
-a model's own keys are its encoder's signature, and a task's generator is run once to see that it
-gives what its section declares (longterm.plugins.resolve).
+a model's own keys are its encoder's signature, a readout's its class's, and a task's generator is
+run once to see that it gives what its section declares (longterm.plugins.resolve).
 
-No Lightning is imported; torch only with the encoder's module, which is built on PyTorch's
-`meta` device (shapes, no memory, no computation) to run its constructor's own checks.
+No Lightning is imported; torch only with the encoder's and the readout's modules, which are
+built on PyTorch's `meta` device (shapes, no memory, no computation) to run their constructors'
+own checks.
 """
 
 import json
@@ -15,10 +16,16 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from longterm.choices import COMMON_MODEL_KEYS, impl_error, targets_error
+from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, impl_error, targets_error
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
-from longterm.plugins.keys import encoder_keys
-from longterm.plugins.resolve import PluginError, encoder_class, generator
+from longterm.plugins.keys import encoder_keys, readout_keys
+from longterm.plugins.resolve import (
+    PluginError,
+    class_path,
+    encoder_class,
+    generator,
+    readout_class,
+)
 from longterm.tasks import NO_TARGET, default_width
 
 
@@ -98,8 +105,9 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
     check_task(checked)
     causal = check_model(checked)
-    check_impl(checked)
-    check_targets(checked, causal)
+    readout = check_readout(checked)
+    check_impl(checked, readout)
+    check_targets(checked, causal, readout)
     return checked
 
 
@@ -111,41 +119,63 @@ def check_model(cfg: TrainConfig) -> bool:
         keys = encoder_keys(cls, model, COMMON_MODEL_KEYS)
     except PluginError as e:
         raise ConfigError(str(e)) from None
-    built(
-        cfg.model.encoder, cls, cfg.task.n_features, cfg.model.dim, json.dumps(keys, sort_keys=True)
-    )
+    args = (cfg.task.n_features, cfg.model.dim)
+    built("model", "encoder", cfg.model.encoder, cls, args, json.dumps(keys, sort_keys=True))
     return cls.causal
 
 
+def check_readout(cfg: TrainConfig) -> type:
+    """The readout imports, takes the pool section's keys, and builds; return its class."""
+    try:
+        cls = readout_class(cfg.pool.readout)
+        keys = readout_keys(cls, cfg.pool.model_dump(), COMMON_POOL_KEYS, cfg.model.model_dump())
+    except PluginError as e:
+        raise ConfigError(str(e)) from None
+    args = (cfg.model.dim, cfg.pool.mask_padding)
+    built("pool", "readout", cfg.pool.readout, cls, args, json.dumps(keys, sort_keys=True))
+    return cls
+
+
 @cache
-def built(encoder: str, cls: type, n_features: int, dim: int, keys: str) -> None:
-    """ConfigError unless `cls` builds with these arguments (`keys` as JSON), on PyTorch's meta
-    device (no memory); once per process for each, since a sweep's jobs share most."""
-    import torch  # the encoder's module has imported it already
+def built(section: str, key: str, path: str, cls: type, args: tuple, keys: str) -> None:
+    """ConfigError unless `cls` (at `path`, the `section.key` of the config) builds with these
+    arguments (`keys` as JSON), on PyTorch's meta device (no memory); once per process for each,
+    since a sweep's jobs share most."""
+    import torch  # the plugin's module has imported it already
 
     try:
         with torch.device("meta"):
-            cls(n_features, dim, **json.loads(keys))
+            cls(*args, **json.loads(keys))
     except (ValueError, TypeError) as e:  # the constructor's own checks
-        raise ConfigError(f"model: {e}") from None
+        raise ConfigError(f"{section}: {e}") from None
     except Exception as e:
         raise ConfigError(
-            f"model.encoder={encoder} fails to build: {type(e).__name__}: {e}"
+            f"{section}.{key}={path} fails to build: {type(e).__name__}: {e}"
         ) from None
 
 
-def check_impl(cfg: TrainConfig) -> None:
-    """The model's implementation can build this model and pooling (choices.impl_error)."""
-    error = impl_error(cfg.model.encoder, cfg.model.name, cfg.model.impl, cfg.pool.name)
+def check_impl(cfg: TrainConfig, readout: type) -> None:
+    """The model's implementation can build this model and readout (choices.impl_error)."""
+    model = cfg.model
+    error = impl_error(model.encoder, model.name, model.impl, class_path(readout), cfg.pool.name)
     if error:
         raise ConfigError(error)
 
 
-def check_targets(cfg: TrainConfig, causal: bool) -> None:
+def check_targets(cfg: TrainConfig, causal: bool, readout: type) -> None:
     """The readout gives the task's targets: one per step or one per sequence
     (choices.targets_error)."""
-    task = cfg.task
-    error = targets_error(task.name, task.labels, cfg.pool.name, cfg.model.name, causal, task.loss)
+    task, pool = cfg.task, cfg.pool.name
+    error = targets_error(
+        task.name,
+        task.labels,
+        pool,
+        class_path(readout),
+        readout.per_step,
+        cfg.model.name,
+        causal,
+        task.loss,
+    )
     if error:
         raise ConfigError(error)
 

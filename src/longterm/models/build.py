@@ -1,5 +1,6 @@
 """One constructor for every model (conf/model/*.yaml): the encoder its conf file names by import
-path, a readout over time and the paper's head (§2.2).
+path, the readout over time its pool's conf file names (conf/pool/*.yaml) and the paper's head
+(§2.2).
 
     x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> MLPHead: y (B, out_features)
 
@@ -15,12 +16,12 @@ from typing import Any
 
 from torch import nn
 
-from longterm.choices import COMMON_MODEL_KEYS, built_impl, impl_error
+from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, built_impl, impl_error
 from longterm.models.feedforward import FusedSequenceModel
 from longterm.models.head import MLPHead
 from longterm.models.sequence import SequenceModel
-from longterm.plugins.keys import encoder_keys
-from longterm.plugins.resolve import encoder_class
+from longterm.plugins.keys import encoder_keys, readout_keys
+from longterm.plugins.resolve import class_path, encoder_class, readout_class
 
 
 def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> nn.Module:
@@ -30,8 +31,18 @@ def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> 
     return cls(in_features, dim, **encoder_keys(cls, keys, COMMON_MODEL_KEYS))
 
 
+def build_readout(pool: dict[str, Any], dim: int, model: dict[str, Any] | None = None) -> nn.Module:
+    """The readout a pool section names (`readout`: an import path or the class), h (B, T, D)
+    -> c (B, D), or (B, T, D) for a per-step one, from its other keys (plugins.readout_keys
+    picks its own) and the model section's `init` where it takes it."""
+    path = pool["readout"]
+    cls = readout_class(path) if isinstance(path, str) else path
+    keys = readout_keys(cls, pool, COMMON_POOL_KEYS, model or {})
+    return cls(dim, pool["mask_padding"], **keys)
+
+
 def encoder_path(encoder: str | type) -> str:
-    return encoder if isinstance(encoder, str) else f"{encoder.__module__}.{encoder.__qualname__}"
+    return encoder if isinstance(encoder, str) else class_path(encoder)
 
 
 def sequence_model(
@@ -47,23 +58,22 @@ def sequence_model(
     name: str | None = None,
     **own: Any,
 ) -> SequenceModel:
-    """The model whose encoder `encoder` names, of width `dim`, then `readout` (a models/readouts.py
-    module built for width `dim`) and MLPHead(dim, hidden, out_features). `name` labels it in
-    messages.
+    """The model whose encoder `encoder` names, of width `dim`, then `readout` (built for width
+    `dim`: build_readout) and MLPHead(dim, hidden, out_features). `name` labels it in messages.
 
     `impl`: `reference` runs the modules as written; `fused` (the feedforward model's StepEncoder
-    with attention or mean pooling) computes the same function as FusedSequenceModel, the encoder
-    and the pooling in one streaming pass (models/fused.py), with the same parameters; `auto` is
-    `fused` where fused can build the model and `reference` elsewhere (choices.built_impl), and
-    off the CPU runs the fused pass with the fewest ops that fit memory (models/fused.py: plan)."""
-    path = encoder_path(encoder)
-    pool = getattr(readout, "name", type(readout).__name__)
-    error = impl_error(path, name or path, impl, pool)
+    with the attention or mean pooling class, choices.PAPER_READOUTS) computes the same function
+    as FusedSequenceModel, the encoder and the pooling in one streaming pass (models/fused.py),
+    with the same parameters; `auto` is `fused` where fused can build the model and `reference`
+    elsewhere (choices.built_impl), and off the CPU runs the fused pass with the fewest ops that
+    fit memory (models/fused.py: plan)."""
+    path, readout_path = encoder_path(encoder), class_path(type(readout))
+    error = impl_error(path, name or path, impl, readout_path, type(readout).__name__)
     if error:
         raise ValueError(error)
     shared = {"negative_slope": negative_slope, "init": init, "name": name}
     enc = build_encoder(encoder, in_features, dim, **shared, **own)
     head = MLPHead(dim, hidden, out_features, negative_slope, init)
-    if built_impl(path, impl, pool) == "fused":
+    if built_impl(path, impl, readout_path) == "fused":
         return FusedSequenceModel(enc, readout, head, impl)
     return SequenceModel(enc, readout, head)

@@ -5,6 +5,9 @@ pools nothing, for tasks that label steps.
 Shapes: states h (B, T, D), mask (B, T) bool with True on real steps, pooled c (B, D).
 With `mask_padding=False` the mask is ignored and padded steps are pooled like real ones, as in
 the paper's original code (docs/fidelity.md).
+
+Each comes in by import path from its conf file (conf/pool/*.yaml, `readout:`) as a user's readout
+does (docs/plugins.md): `Class(dim, mask_padding, **own)`, and `per_step` says what it gives.
 """
 
 import torch
@@ -14,7 +17,7 @@ from torch import Tensor, nn
 class AttentionPooling(nn.Module):
     """e_t = tanh(w . h_t + b);  alpha = softmax_t(e);  c = sum_t alpha_t h_t   [eq. 1]"""
 
-    name = "attention"
+    per_step = False
 
     def __init__(self, dim: int, mask_padding: bool = False, init: str = "paper"):
         super().__init__()
@@ -38,7 +41,7 @@ class AttentionPooling(nn.Module):
 class MeanPooling(nn.Module):
     """c = (1/T) sum_t h_t over the real steps   [eq. 2]"""
 
-    name = "mean"
+    per_step = False
 
     def __init__(self, dim: int, mask_padding: bool = False, init: str = "paper"):
         super().__init__()
@@ -55,7 +58,7 @@ class LastStep(nn.Module):
     """c = h_{L-1}, the state of the last real step (the last True of the mask); with
     `mask_padding=False` or no mask, the last step of the padded width."""
 
-    name = "last"
+    per_step = False
 
     def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
         super().__init__()
@@ -73,7 +76,7 @@ class PerStep(nn.Module):
     Only for a causal encoder (h_t sees steps <= t; its class says `causal = True`); padded steps
     carry no target, so the mask is not needed here."""
 
-    name = "per_step"
+    per_step = True  # c (B, T, D): the head gives one output per step
 
     def __init__(self, dim: int, mask_padding: bool = True, init: str = "paper"):
         super().__init__()

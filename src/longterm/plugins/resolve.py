@@ -1,14 +1,20 @@
-"""Encoders and task generators by import path: the one way a model or a task comes in, the
-built-ins' as a user's (docs/plugins.md).
+"""Encoders, readouts and task generators by import path: the one way a model, a readout or a
+task comes in, the built-ins' as a user's (docs/plugins.md).
 
 A model's conf file (`conf/model/*.yaml`, or a user's `--config-dir`) names its encoder,
-`encoder: package.module.Class`; a task's names its generator, `generator: package.module.func`.
+`encoder: package.module.Class`; a readout's (`conf/pool/*.yaml`) its class, `readout:
+package.module.Class`; a task's its generator, `generator: package.module.func`.
 
 Encoder: `Class(in_features, dim, **own)` is an `nn.Module` with a class attribute
 `causal: bool` and `forward(x (B, T, F), mask (B, T) bool | None) -> h (B, T, D)`, D = dim. Its
 own keys are the other parameters of `__init__`, taken from the model section by name; their type
 hints are their schema (plugins/keys.py checks them before training). The model's `init` and
 `negative_slope`, which the head uses, reach the encoder too when `__init__` names them.
+
+Readout: `Class(dim, mask_padding, **own)` is an `nn.Module` with a class attribute
+`per_step: bool` and `forward(h (B, T, D), mask (B, T) bool | None) -> c`, c (B, D), or
+(B, T, D) with `per_step = True`; its own keys are the pool section's other keys, and the
+model's `init` reaches it when `__init__` names it.
 
 Generator: `func(rng, min_length, n_sequences, max_length=None, **params) -> (X, y, mask)` as in
 `longterm.tasks`; `params` are `task.params`.
@@ -25,8 +31,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-# Passed by the framework, not taken from the model section.
+# Passed by the framework, not taken from the model section (the pool section's mask_padding is
+# a key every readout has).
 ENCODER_ARGS = ("in_features", "dim")
+READOUT_ARGS = ("dim", "mask_padding")
 
 
 class PluginError(ValueError):
@@ -82,39 +90,62 @@ def shown_path(filename: str) -> str:
     return filename if relative.startswith("..") else relative
 
 
-def own_parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The encoder's own keys: the parameters of `__init__` after in_features and dim."""
+def own_parameters(
+    cls: type, given: tuple[str, ...] = ENCODER_ARGS
+) -> dict[str, inspect.Parameter]:
+    """A plugin's own keys: the parameters of `__init__` but those the framework gives."""
     params = inspect.signature(cls.__init__).parameters
     return {
         name: p
         for name, p in list(params.items())[1:]
-        if name not in ENCODER_ARGS and p.kind is not p.VAR_POSITIONAL
+        if name not in given and p.kind is not p.VAR_POSITIONAL
     }
 
 
-def takes_any_key(cls: type) -> bool:
-    return any(p.kind is p.VAR_KEYWORD for p in own_parameters(cls).values())
+def takes_any_key(cls: type, given: tuple[str, ...] = ENCODER_ARGS) -> bool:
+    return any(p.kind is p.VAR_KEYWORD for p in own_parameters(cls, given).values())
+
+
+def class_path(cls: type) -> str:
+    """Where a class is defined, `package.module.Class`: what identifies a built-in."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def module_class(path: str, key: str, given: tuple[str, ...], flag: str, says: str) -> type:
+    """The nn.Module class at `path` (the value of `key`), checked to declare the class attribute
+    `flag` as a bool (`says` what it must say) and to take the arguments `given`."""
+    from torch import nn  # only once a model is checked: the plugin's module imports torch anyway
+
+    cls = resolve(path, key)
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise PluginError(f"{key}={path} is invalid: {cls!r} is not an nn.Module class")
+    if not isinstance(getattr(cls, flag, None), bool):
+        raise PluginError(f"{key}={path} is invalid: {cls.__name__} must say {says}")
+    missing = [a for a in given if a not in inspect.signature(cls.__init__).parameters]
+    if missing and not takes_any_key(cls, given):
+        raise PluginError(
+            f"{key}={path} is invalid: {cls.__name__}.__init__ must take "
+            f"{', '.join(given)} (it lacks {', '.join(missing)})"
+        )
+    return cls
 
 
 def encoder_class(path: str) -> type:
     """The encoder class at `path`, checked to be an nn.Module that declares `causal`."""
-    from torch import nn  # only once a model is checked: the encoder's module imports torch anyway
+    says = (
+        "whether it is causal, a class attribute `causal = True` (state t sees steps <= t only) "
+        "or `causal = False`"
+    )
+    return module_class(path, "model.encoder", ENCODER_ARGS, "causal", says)
 
-    cls = resolve(path, "model.encoder")
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise PluginError(f"model.encoder={path} is invalid: {cls!r} is not an nn.Module class")
-    if not isinstance(getattr(cls, "causal", None), bool):
-        raise PluginError(
-            f"model.encoder={path} is invalid: {cls.__name__} must say whether it is causal, a "
-            "class attribute `causal = True` (state t sees steps <= t only) or `causal = False`"
-        )
-    missing = [a for a in ENCODER_ARGS if a not in inspect.signature(cls.__init__).parameters]
-    if missing and not takes_any_key(cls):
-        raise PluginError(
-            f"model.encoder={path} is invalid: {cls.__name__}.__init__ must take "
-            f"{', '.join(ENCODER_ARGS)} (it lacks {', '.join(missing)})"
-        )
-    return cls
+
+def readout_class(path: str) -> type:
+    """The readout class at `path`, checked to be an nn.Module that declares `per_step`."""
+    says = (
+        "what it gives, a class attribute `per_step = False` (c (B, D), one output per "
+        "sequence) or `per_step = True` (c (B, T, D), one per step)"
+    )
+    return module_class(path, "pool.readout", READOUT_ARGS, "per_step", says)
 
 
 def generator(ref: "str | Callable[..., Any]", key: str = "task.generator") -> Callable[..., Any]:

@@ -6,7 +6,8 @@ A run records its composed config (result.json's `config`, `.hydra/config.yaml`)
 subpackages those classes moved (`longterm.callbacks.StopWhenSolved` is now
 `longterm.training.callbacks.StopWhenSolved`); a run made before, in a user's `outputs/`, is
 evaluated and continued through this map. The archive `runs/` was rewritten once to today's
-paths, so it needs none of it.
+paths, so it needs none of it; its pool sections name their class by `_target_`, which readouts
+have since left for `readout` (current_pool).
 """
 
 from pathlib import Path
@@ -42,6 +43,16 @@ def current_paths(config: Any) -> Any:
     return config
 
 
+def current_pool(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with its pool section's class under `readout`: a run made before readouts came
+    by import path (longterm.plugins.resolve) recorded it as `_target_`."""
+    pool = config.get("pool")
+    if not isinstance(pool, dict) or "_target_" not in pool:
+        return config
+    return {**config, "pool": {("readout" if k == "_target_" else k): v for k, v in pool.items()}}
+
+
 def recorded_config(run_dir: str | Path) -> dict[str, Any]:
-    """The config the run in `run_dir` recorded in result.json, with today's import paths."""
-    return current_paths(read_result(run_dir)["config"])
+    """The config the run in `run_dir` recorded in result.json, as read today: today's import
+    paths, and the readout's class under `readout`."""
+    return current_pool(current_paths(read_result(run_dir)["config"]))

@@ -43,7 +43,7 @@ import pytorch_lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from longterm.choices import AUTO
+from longterm.choices import AUTO, FUSED_ENCODER, PAPER_READOUTS
 from longterm.config.validate import ConfigError, validate
 from longterm.store.run_dir import claim
 from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
@@ -64,15 +64,14 @@ from longterm.training.run import already_finished
 
 log = logging.getLogger(__name__)
 
-# The paper's model, whose runs can be packed (model.name, pool.name); others run alone.
-PACKABLE_MODELS = ("feedforward",)
-PACKABLE_POOLS = ("attention", "mean")
 RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 
 
 def packable(cfg: DictConfig) -> bool:
-    """Whether runs of `cfg` can be members of a pack: the paper's network, either pooling."""
-    return cfg.model.name in PACKABLE_MODELS and cfg.pool.name in PACKABLE_POOLS
+    """Whether runs of `cfg` can be members of a pack: the paper's network, by its classes (the
+    feed-forward encoder and either of the paper's poolings), whatever their names; others run
+    alone."""
+    return cfg.model.encoder == FUSED_ENCODER and cfg.pool.readout in PAPER_READOUTS
 
 
 def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:

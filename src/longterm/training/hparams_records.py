@@ -4,11 +4,12 @@ marks no column as differing).
 
 - The experiment: one schema in every run (`SCHEMA`), every key `run.run_params` can give;
   each string key has its allowed values as a discrete domain, so `pool=mean` can be ticked as a
-  filter. A model's and a task's names are those of the conf files on the run's config search
-  path (`experiment(names)`: the built-ins and a user's own, with the run's own name), so a
-  sweep of a user's model lists it beside the built-ins. `differs` is set on task, pool, model,
-  T0 and lr (`COLUMNS`): TensorBoard lists the differing hyperparameters first, so the table
-  opens on them.
+  filter. A model's, a readout's and a task's names are those of the conf files on the run's
+  config search path (`experiment(names)`: the built-ins and a user's own, with the run's own
+  name), so a sweep of a user's model or readout lists it beside the built-ins; so are the own
+  keys of those models and readouts (`experiment(names, own)`: `layers`, `pool.bias`). `differs` is
+  set on task, pool, model, T0 and lr (`COLUMNS`): TensorBoard lists the differing
+  hyperparameters first, so the table opens on them.
 - The session start, the run's settings: written once per run; a resumed run finds it on disk.
 - At the end, in an event file of its own: the verdict scalars (`METRICS`), which every finished
   run has (parallel coordinates draw only the runs that have every ticked metric; `val/acc` is
@@ -32,16 +33,16 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from longterm.choices import DATA, LENGTHS, LOSSES, POOLS
+from longterm.choices import DATA, LENGTHS, LOSSES
 from longterm.store.atomic import atomic_write
 from longterm.store.run_dir import event_files
 
 # Named by conf files, not listed: their values are given to `experiment` by the run.
-NAMED = ("task", "model")
+NAMED = ("task", "pool", "model")
 # Every key of run.run_params: a string key's allowed values, or the type of its value.
 SCHEMA: dict[str, tuple[str, ...] | type] = {
     "task": (),
-    "pool": POOLS,
+    "pool": (),
     "model": (),
     "data": DATA,
     "loss": LOSSES,
@@ -87,26 +88,41 @@ def summary(tag: str, data: plugin_data_pb2.HParamsPluginData) -> Summary:
 
 
 def hparam_info(name: str, kind: tuple[str, ...] | type) -> api_pb2.HParamInfo:
+    """A hyperparameter's column: a bool, a number, a string of one of the values `kind` lists,
+    or (`kind` str) any string."""
     info = api_pb2.HParamInfo(name=name, differs=name in COLUMNS)
     if kind is bool:
         info.type = api_pb2.DATA_TYPE_BOOL
         info.domain_discrete.values.extend(struct_pb2.Value(bool_value=b) for b in (False, True))
     elif kind is float:
         info.type = api_pb2.DATA_TYPE_FLOAT64
+    elif kind is str:
+        info.type = api_pb2.DATA_TYPE_STRING
     else:
         info.type = api_pb2.DATA_TYPE_STRING
         info.domain_discrete.values.extend(struct_pb2.Value(string_value=s) for s in kind)
     return info
 
 
-def experiment(names: Mapping[str, tuple[str, ...]]) -> Summary:
+def kind_of(value: Any) -> type:
+    """The column type of a value: bool, float for a number, str for anything else."""
+    if isinstance(value, bool):
+        return bool
+    return float if isinstance(value, int | float) else str
+
+
+def experiment(
+    names: Mapping[str, tuple[str, ...]], own: Mapping[str, type] | None = None
+) -> Summary:
     """The schema of the HPARAMS table: hyperparameters and metrics; `names` gives the values of
-    the NAMED keys (task, model)."""
+    the NAMED keys (task, pool, model), `own` the models' and readouts' own keys with their
+    column types (kind_of)."""
     metrics = [
         api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag), description=text)
         for tag, text in METRICS.items()
     ]
     schema = {**SCHEMA, **{key: tuple(names[key]) for key in NAMED}}
+    schema |= {key: kind for key, kind in (own or {}).items() if key not in schema}
     infos = [hparam_info(name, kind) for name, kind in schema.items()]
     exp = api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics)
     return summary(metadata.EXPERIMENT_TAG, plugin_data_pb2.HParamsPluginData(experiment=exp))
@@ -189,9 +205,11 @@ def open_session(
     add_summary: Callable[[Summary], None],
     params: Mapping[str, Any],
     names: Mapping[str, tuple[str, ...]],
+    own: Mapping[str, type] | None = None,
 ) -> None:
-    """Write the experiment and the session start through `add_summary` (the run's own event
-    writer), unless `run_dir`'s event files hold exactly this run's start record already.
+    """Write the experiment (`names`, `own`: see `experiment`) and the session start through
+    `add_summary` (the run's own event writer), unless `run_dir`'s event files hold exactly this
+    run's start record already.
 
     A resumed run finds the start record of its first process and writes none, so the run keeps
     one. A session end left by an earlier process (a failed run rerun; a finished run continued
@@ -208,7 +226,7 @@ def open_session(
         return
     if found:
         forget_session(run_dir)
-    add_summary(experiment(names))
+    add_summary(experiment(names, own))
     add_summary(session_start(params))
 
 

@@ -17,11 +17,13 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from longterm.models.build import sequence_model
+from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
+from longterm.models.build import build_readout, sequence_model
 from longterm.store.checkpoints import checkpoint_step
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.checkpoint_io import AtomicCheckpointIO
 from longterm.training.faults import RunError
+from longterm.training.hparams_records import SCHEMA
 from longterm.training.memory_estimate import memory_error
 from longterm.training.module import MemoryTaskModule
 
@@ -40,7 +42,9 @@ def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
 
 
 def run_params(cfg: DictConfig) -> dict[str, Any]:
-    """The flat hyperparameters that identify a run (HPARAMS view, result.json)."""
+    """The flat hyperparameters that identify a run (HPARAMS view, result.json): the settings
+    every run has, the task's own keys (`k`), the model's (its encoder's: `layers`; `model.<key>`
+    where a setting has the name) and the readout's (`pool.<key>`)."""
     params = {
         "task": cfg.task.name,
         "loss": cfg.task.loss,
@@ -58,15 +62,34 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
         if key in cfg.data:
             params[key] = cfg.data[key]
     params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
+    params.update(own_params(cfg))
     return params
+
+
+def own_params(cfg: DictConfig) -> dict[str, Any]:
+    """The model's and the readout's own keys, as run_params names them."""
+    model, pool = (OmegaConf.to_container(cfg[s], resolve=True) for s in ("model", "pool"))
+    own = {
+        param_name("model", key): value
+        for key, value in model.items()
+        if key not in COMMON_MODEL_KEYS
+    }
+    return own | {param_name("pool", k): v for k, v in pool.items() if k not in COMMON_POOL_KEYS}
+
+
+def param_name(section: str, key: str) -> str:
+    """A model's own key by its name, `model.<key>` where a setting of every run has the name; a
+    readout's as `pool.<key>`."""
+    return key if section == "model" and key not in SCHEMA else f"{section}.{key}"
 
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
     """The LightningModule around the model: the encoder `cfg.model.encoder` names, the readout
-    `cfg.pool` and the paper's head (models/build.py)."""
+    `cfg.pool.readout` names and the paper's head (models/build.py); it predicts per step when
+    the readout's class says so (`per_step`)."""
     model = OmegaConf.to_container(cfg.model, resolve=True)
-    init = model.get("init", "paper")
-    readout = instantiate_named(cfg.pool, dim=cfg.model.dim, init=init)
+    pool = OmegaConf.to_container(cfg.pool, resolve=True)
+    readout = build_readout(pool, cfg.model.dim, model)
     net = sequence_model(
         **model,
         in_features=cfg.task.n_features,
@@ -78,7 +101,7 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
         lr=cfg.lr,
         loss=cfg.task.loss,
         n_outputs=cfg.task.n_outputs,
-        per_step=cfg.pool.name == "per_step",
+        per_step=readout.per_step,
         **OmegaConf.to_container(cfg.optim),
     )
 

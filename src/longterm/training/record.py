@@ -10,6 +10,7 @@ result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_S
 """
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.loggers import TensorBoardLogger
 
+from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
 from longterm.store.records import (
     FINAL_STATUSES,
     RESULT_FILE,
@@ -28,15 +30,15 @@ from longterm.store.records import (
     write_result,
 )
 from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
-from longterm.training.hparams_records import NAMED, close_session, open_session
+from longterm.training.hparams_records import NAMED, close_session, kind_of, open_session
 from longterm.training.library_internals import add_summary
 from longterm.training.module import MemoryTaskModule
-from longterm.training.parts import run_params
+from longterm.training.parts import own_params, param_name, run_params
 
 log = logging.getLogger(__name__)
 
 
-def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
+def log_hparams(logger: TensorBoardLogger, params: dict[str, Any], cfg: DictConfig) -> None:
     """hparams.yaml, and the HPARAMS experiment and session start once per run
     (training/hparams_records.py).
 
@@ -45,7 +47,8 @@ def log_hparams(logger: TensorBoardLogger, params: dict[str, Any]) -> None:
     """
     logger.log_hyperparams(params)  # hparams.yaml
     names = {key: group_names(key, params[key]) for key in NAMED}
-    open_session(Path(logger.log_dir), lambda s: add_summary(logger, s), params, names)
+    own = own_kinds(cfg)
+    open_session(Path(logger.log_dir), lambda s: add_summary(logger, s), params, names, own)
 
 
 def group_names(group: str, own: str) -> tuple[str, ...]:
@@ -54,6 +57,33 @@ def group_names(group: str, own: str) -> tuple[str, ...]:
     hydra = GlobalHydra.instance()
     found = set(hydra.config_loader().get_group_options(group)) if hydra.is_initialized() else set()
     return tuple(sorted(found | {own}))
+
+
+def group_configs(group: str) -> Iterator[dict[str, Any]]:
+    """Each conf file of a config group on this run's search path, as written (the first of a
+    name, as Hydra picks it); none when Hydra is not running."""
+    hydra = GlobalHydra.instance()
+    if not hydra.is_initialized():
+        return
+    loader = hydra.config_loader()
+    for name in loader.get_group_options(group):
+        path = f"{group}/{name}"
+        source = next((s for s in loader.get_sources() if s.is_config(path)), None)
+        if source is not None:
+            yield OmegaConf.to_container(source.load_config(path).config)
+
+
+def own_kinds(cfg: DictConfig) -> dict[str, type]:
+    """The own keys (named as run_params names them) of this run's model and readout and of
+    every model and readout on its search path, with their HPARAMS column types: a sweep of
+    several models shows each one's keys, whichever run TensorBoard takes the table from."""
+    kinds = {key: kind_of(value) for key, value in own_params(cfg).items()}
+    for section, common in (("model", COMMON_MODEL_KEYS), ("pool", COMMON_POOL_KEYS)):
+        for conf in group_configs(section):
+            for key, value in conf.items():
+                if key not in (*common, "defaults"):
+                    kinds.setdefault(param_name(section, key), kind_of(value))
+    return kinds
 
 
 def end_session(logger: TensorBoardLogger | bool, result: dict[str, Any]) -> None:
@@ -81,7 +111,7 @@ def open_record(
     """The run's HPARAMS session started, and its result record as it stands before training."""
     params = run_params(cfg)
     if logger:
-        log_hparams(logger, params)
+        log_hparams(logger, params, cfg)
     if ckpt is not None:
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
     return {

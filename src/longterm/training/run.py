@@ -69,7 +69,8 @@ def already_finished(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
     done = finished(run_dir)
     if done is None:
         return None
-    conflicts = {k: v for k, v in run_params(cfg).items() if done.get(k) != v}
+    # a key the record lacks came after it was written (a model's own keys), and is not compared
+    conflicts = {k: v for k, v in run_params(cfg).items() if k in done and done[k] != v}
     if conflicts:
         raise RunDirError(
             f"{run_dir} holds a finished run with other settings "

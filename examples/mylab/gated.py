@@ -1,0 +1,31 @@
+"""Gated pooling, a readout not among longterm's built-in ones.
+
+    g_t = sigmoid(w . h_t + b),   c = sum_t g_t h_t / sum_t g_t
+
+Each step's state is weighed by a gate of its own, whatever the other steps hold, where the
+paper's attention (Raffel & Ellis 2015, eq. 1) makes the steps compete through a softmax.
+
+The readout contract (longterm docs/plugins.md): built from dim, mask_padding and its own keys
+(here `bias`); forward(h (B, T, D), mask (B, T)) -> c (B, D); `per_step` says what it gives.
+"""
+
+import torch
+from torch import Tensor, nn
+
+
+class Gated(nn.Module):
+    """h (B, T, D), mask (B, T) -> c (B, D): the gate-weighted mean of the states."""
+
+    per_step = False  # one output per sequence
+
+    def __init__(self, dim: int, mask_padding: bool = True, bias: float = 0.0):
+        super().__init__()
+        self.gate = nn.Linear(dim, 1)  # w (D,) and b
+        nn.init.constant_(self.gate.bias, bias)
+        self.mask_padding = mask_padding
+
+    def forward(self, h: Tensor, mask: Tensor | None = None) -> Tensor:
+        g = torch.sigmoid(self.gate(h)).squeeze(-1)  # (B, T)
+        if mask is not None and self.mask_padding:
+            g = g * mask.to(g.dtype)  # padded steps get no weight
+        return torch.einsum("bt,btd->bd", g, h) / g.sum(1, keepdim=True)
