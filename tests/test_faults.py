@@ -1,6 +1,7 @@
 """What a user's situation makes go wrong once a run has started ends in one line on stderr, with
 nothing lost: a full disk (a real tmpfs of 1 MiB), a truncated checkpoint, a misspelt Trainer
-option; all through src/train.py."""
+option; and the faults at the edges of a run's life: a run that diverges, a plugin that raises,
+a best checkpoint left by an earlier attempt; all through src/train.py."""
 
 import shutil
 import subprocess
@@ -8,11 +9,21 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, QUICK, read_json, run_once, train_py
+from conftest import CONF, QUICK, quick, read_json, run_once, train_py
 
+from longterm.analysis.events import scalars
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
 from longterm.store.checkpoints import relocate
+
+PLUGINS = {"PYTHONPATH": str(Path(__file__).resolve().parent / "plugins")}  # faulty.py
+
+
+def faulty(encoder: str, after: int = 20) -> list[str]:
+    """The paper's model with tests/plugins/faulty.py's `encoder`, failing at training pass
+    `after + 1` (QUICK: the first update of epoch 2)."""
+    name = encoder.lower()
+    return [f"model.encoder=faulty.{encoder}", f"model.name={name}", f"+model.after={after}"]
 
 
 def error_line(stderr: str) -> str:
@@ -135,3 +146,27 @@ def test_a_misspelt_trainer_option_is_one_line_before_training(args, expected):
     with pytest.raises(ConfigError) as err:
         check(args, CONF)
     assert str(err.value).startswith(expected)
+
+
+def finite(path: Path) -> bool:
+    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+    return all(bool(torch.isfinite(v).all()) for v in state.values() if v.is_floating_point())
+
+
+def test_a_run_that_diverges_keeps_what_it_measured_before(tmp_path):
+    """Its loss turns NaN at the first update of epoch 2: diverged there, the accuracy of epoch 1
+    kept (the NaN weights are not validated), and the checkpoints hold epoch 1's finite weights."""
+    run_dir = tmp_path / "run"
+    out = train_py(
+        *quick("trainer.max_epochs=3"), *faulty("TurnsNaN"), f"hydra.run.dir={run_dir}", env=PLUGINS
+    )
+    assert out.returncode == 0, out.stderr
+    result = read_json(run_dir / "result.json")
+    assert (result["status"], result["diverged_step"], result["epochs"]) == ("diverged", 21, 2)
+    (acc,) = result["val_acc_history"]
+    assert result["final_acc"] == result["best_acc"] == acc > 0
+    for name in ("best.ckpt", "last.ckpt"):
+        ckpt = run_dir / "checkpoints" / name
+        assert finite(ckpt), name
+        assert torch.load(ckpt, weights_only=True)["global_step"] == 20
+    assert [step for step, _ in scalars(run_dir)["val/acc"]] == [19]  # epoch 1's only

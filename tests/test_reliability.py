@@ -166,7 +166,9 @@ def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert (sane["lr"], sane["status"], sane["updates"]) == (1e-3, "max_epochs", 40)
     assert (huge["lr"], huge["status"]) == (1e30, "diverged")
     assert 1 <= huge["diverged_step"] == huge["updates"] < 20  # stopped at once, in epoch 1
-    assert huge["final_acc"] is None or huge["final_acc"] == huge["val_acc_history"][-1]
+    # its NaN weights are neither validated nor saved: no made-up accuracy, no checkpoint
+    assert (huge["final_acc"], huge["best_acc"], huge["val_acc_history"]) == (None, None, [])
+    assert not (tmp_path / "addition-attention-T50-lr1e30-s0" / "checkpoints").exists()
 
 
 def test_two_runs_started_together_get_their_own_directories(tmp_path):

@@ -164,7 +164,7 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     for member in members:  # a stacked member's tensors are views: saved as their own
         member.trainer.callbacks.append(OwnTensors())
     module.optimizer = PackOptimizer([m.optimizer for m in members], module)
-    hooks = MemberHooks(members, module, data)
+    hooks = MemberHooks(members, module)
     pack_level = [c for c in run_callbacks(first) if isinstance(c, DeferSignal)]
     trainer = run_trainer(
         first,
