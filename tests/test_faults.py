@@ -170,3 +170,29 @@ def test_a_run_that_diverges_keeps_what_it_measured_before(tmp_path):
         assert finite(ckpt), name
         assert torch.load(ckpt, weights_only=True)["global_step"] == 20
     assert [step for step, _ in scalars(run_dir)["val/acc"]] == [19]  # epoch 1's only
+
+
+def test_a_run_started_again_beside_its_best_checkpoint_keeps_one_best(tmp_path, reference):
+    """An attempt that wrote best.ckpt but never last.ckpt (a full disk, a kill between the two
+    writes): the rerun resumes from best.ckpt, which stays the best of the run (no best-v1.ckpt),
+    and result.json names it."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    for ckpt in (tmp_path / "checkpoints").glob("*.ckpt"):
+        relocate(ckpt, ckpt, tmp_path)  # its callbacks' paths, as continue_run moves them
+    (tmp_path / "result.json").unlink()
+    (tmp_path / "checkpoints" / "last.ckpt").unlink()
+    best = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["global_step"]
+    out = train_py(*QUICK, f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    assert "last.ckpt is missing: resuming from" in out.stdout
+    result = read_json(tmp_path / "result.json")
+    assert result["resumed_at_update"] == best
+    assert result["val_acc_history"] == history(reference)
+    assert result["best_checkpoint"] == "checkpoints/best.ckpt"
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "best.ckpt",
+        "last.ckpt",
+    ]
+    kept = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["callbacks"]
+    (score,) = [v["best_model_score"] for k, v in kept.items() if "val/acc" in k]
+    assert float(score) == result["best_acc"]

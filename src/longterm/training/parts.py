@@ -8,7 +8,7 @@ analysis and benchmarks import these factories too.
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytorch_lightning as L
 import torch
@@ -109,12 +109,10 @@ def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -
 
 
 def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
-    """The `last.ckpt` that the `last_checkpoint` callback wrote in an earlier process, if any."""
+    """Where the `last_checkpoint` callback writes `last.ckpt` (None without that callback)."""
     for callback in callbacks:
         if isinstance(callback, ModelCheckpoint) and callback.filename == LAST and callback.dirpath:
-            path = Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
-            if path.exists():
-                return path
+            return Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
     return None
 
 
@@ -133,19 +131,36 @@ def readable(path: Path) -> str | None:
     return None
 
 
-def resumable(ckpt: Path | None) -> Path | None:
-    """The checkpoint to resume from: `ckpt` (last.ckpt) when it loads; else, when best.ckpt
-    beside it loads, that one, with last.ckpt kept beside it as last.ckpt.unreadable (the data
-    are keyed by epoch and batch, so training on from the best epoch gives the same run). With
-    neither, RunError says how to start again; no checkpoint is ever deleted."""
-    if ckpt is None or (reason := readable(ckpt)) is None:
-        return ckpt
-    best = ckpt.with_name(f"{BEST}.ckpt")
+def resumable(last: Path | None) -> Path | None:
+    """The checkpoint to resume from, given where `last.ckpt` is written: last.ckpt when it loads;
+    else best.ckpt beside it when that loads, with an unreadable last.ckpt kept beside it as
+    last.ckpt.unreadable. best.ckpt without last.ckpt is left by an attempt stopped between the
+    two writes (a full disk, a kill): resuming from it keeps best.ckpt the best of the run. The
+    data are keyed by epoch and batch, so training on from the best epoch gives the same run.
+    Neither there: None (the run starts). Neither loads: RunError says how to start again; no
+    checkpoint is ever deleted."""
+    if last is None:
+        return None
+    best = last.with_name(f"{BEST}.ckpt")
+    if not last.exists():
+        if not best.exists():
+            return None
+        if (reason := readable(best)) is None:
+            log.warning(f"{last} is missing: resuming from {best}")
+            return best
+        unloadable(best, reason)
+    if (reason := readable(last)) is None:
+        return last
     if best.exists() and readable(best) is None:
-        kept = unused(ckpt.with_name(ckpt.name + ".unreadable"))
-        ckpt.rename(kept)
-        log.warning(f"{ckpt} cannot be read ({reason}): kept as {kept}; resuming from {best}")
+        kept = unused(last.with_name(last.name + ".unreadable"))
+        last.rename(kept)
+        log.warning(f"{last} cannot be read ({reason}): kept as {kept}; resuming from {best}")
         return best
+    unloadable(last, reason)
+
+
+def unloadable(ckpt: Path, reason: str) -> NoReturn:
+    """RunError: `ckpt` cannot be read for `reason`, and no other checkpoint of its run can."""
     folder = ckpt.parent
     aside = unused(folder.with_name(folder.name + ".unreadable"))
     raise RunError(

@@ -5,6 +5,7 @@ run's HPARAMS session in TensorBoard opened and closed beside it (training/hpara
 result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_STATUSES, or
 `failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
+`best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
 `epochs`, `updates`, `resumed_at_update`, `n_params`, `git_commit`, `machine`, `process`,
 `run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run.
 """
@@ -16,6 +17,7 @@ from typing import Any
 import pytorch_lightning as L
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
 from longterm.store.records import (
@@ -166,6 +168,7 @@ def outcome(
         status = "max_epochs"
     history = solved.history
     return {
+        "best_checkpoint": best_checkpoint(callbacks),
         "status": status,
         "epoch_solved": solved.solved_epoch,
         "diverged_step": diverged.diverged_step,
@@ -175,3 +178,15 @@ def outcome(
         "epochs": epochs,
         "updates": updates,
     }
+
+
+def best_checkpoint(callbacks: list[L.Callback]) -> str | None:
+    """The checkpoint that holds the weights of `best_acc`, relative to the run directory
+    (`checkpoints/best.ckpt`); None when none was written (no validation ran, or the run
+    diverged before it)."""
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.monitor and callback.dirpath:
+            path = Path(callback.best_model_path)
+            if callback.best_model_path and path.exists():
+                return str(path.relative_to(Path(callback.dirpath).parent))
+    return None
