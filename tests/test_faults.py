@@ -3,7 +3,10 @@ nothing lost: a full disk (a real tmpfs of 1 MiB), a truncated checkpoint, a mis
 option; and the faults at the edges of a run's life: a run that diverges, a plugin that raises,
 a best checkpoint left by an earlier attempt; all through src/train.py."""
 
+import os
+import pathlib
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -14,7 +17,11 @@ from conftest import CONF, QUICK, quick, read_json, run_once, train_py
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
+from longterm.store.archive import main as archive_main
+from longterm.store.archive import put
 from longterm.store.checkpoints import relocate
+from longterm.store.continue_run import main as continue_main
+from longterm.store.run_dir import claim
 
 PLUGINS = {"PYTHONPATH": str(Path(__file__).resolve().parent / "plugins")}  # faulty.py
 
@@ -196,3 +203,72 @@ def test_a_run_started_again_beside_its_best_checkpoint_keeps_one_best(tmp_path,
     kept = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["callbacks"]
     (score,) = [v["best_model_score"] for k, v in kept.items() if "val/acc" in k]
     assert float(score) == result["best_acc"]
+
+
+def refusal(call, *args: str) -> str:
+    """The one line a command-line entry point (`main(argv)`) exits with."""
+    with pytest.raises(SystemExit) as stopped:
+        call(list(args))
+    assert isinstance(stopped.value.code, str), stopped.value.code
+    return stopped.value.code
+
+
+def test_continue_run_refuses_a_run_in_use_or_unfinished_in_one_line(tmp_path, reference):
+    """longterm.store.continue_run on a run still training (its lock held, no result.json yet),
+    stopped before its end, or interrupted: one line, and nothing written."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(reference, old)
+    (old / "result.json").unlink()
+    with claim(old):  # as the process training it holds it
+        line = refusal(continue_main, str(old), str(new))
+    assert line == (
+        f"error: {old} is in use by pid {os.getpid()} on {socket.gethostname()}: wait for it to "
+        "end, then continue it"
+    )
+    line = refusal(continue_main, str(old), str(new))
+    assert line == (
+        f"error: {old} holds no finished run (no result.json: stopped before it ended): rerun "
+        "its own command to finish it"
+    )
+    (old / "result.json").write_text('{"status": "interrupted"}')
+    line = refusal(continue_main, str(old), str(new))
+    assert line == f"error: {old} has status 'interrupted': rerun its own command to resume it"
+    assert not new.exists()
+
+
+class Payload:
+    """Unpickled, it would create the file `marker`: what a malicious checkpoint carries."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_in_one_line(tmp_path, reference, capsys):
+    """A last.ckpt carrying a pickled callable: resuming the run, continue_run and the archive
+    each refuse it in one line naming the file, and the callable never runs."""
+    marker = tmp_path / "ran"
+    run_dir = tmp_path / "sweep" / "run"
+    shutil.copytree(reference, run_dir)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    state = torch.load(last, weights_only=True)
+    state["callbacks"]["extra"] = Payload(marker)
+    torch.save(state, last)
+    refused = (
+        f"{last} is refused: it holds a pickled getattr, which loading would run, and no "
+        "checkpoint written here holds such a thing; nothing in it was run: remove it, or put "
+        "the run's own checkpoint in its place"
+    )
+    line = refusal(continue_main, str(run_dir), str(tmp_path / "longer"))
+    assert line == f"error: {refused}"
+    put([run_dir.parent], tmp_path / "runs")  # copies files, loads none
+    assert archive_main(["get", str(tmp_path / "runs" / "sweep"), "--into", str(tmp_path / "out")])
+    archived = tmp_path / "runs" / "sweep" / "run" / "checkpoints" / "last.ckpt"
+    assert capsys.readouterr().err == f"archive: {refused.replace(str(last), str(archived))}\n"
+    (run_dir / "result.json").unlink()  # unfinished: the same command resumes from last.ckpt
+    out = train_py(*QUICK, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == f"error: {refused}"
+    assert not marker.exists()

@@ -29,7 +29,7 @@ from conftest import (
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
-from longterm.store.continue_run import continue_run
+from longterm.store.continue_run import ContinueError, continue_run
 from longterm.store.run_dir import EVENTS
 from longterm.training.hparams_records import records
 
@@ -135,10 +135,10 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
     assert start.hparams["max_epochs"].number_value == 2
     state = torch.load(two / "checkpoints" / "last.ckpt", weights_only=False)["callbacks"]
     assert str(one) not in str(state) and str(two / "checkpoints") in str(state)
-    with pytest.raises(FileExistsError, match="already holds a run"):
+    with pytest.raises(ContinueError, match="already holds a run"):
         continue_run(one, two)
     (one / "result.json").write_text(json.dumps({"status": "interrupted"}))
-    with pytest.raises(ValueError, match="status 'interrupted': rerun its own command"):
+    with pytest.raises(ContinueError, match="status 'interrupted': rerun its own command"):
         continue_run(one, tmp_path / "three")
 
 

@@ -39,16 +39,40 @@ def claim(run_dir: str | Path) -> Iterator[Path]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise RunDirError(
-                f"{run_dir} is in use by {holder}: wait for it to end, or give this run "
-                "another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
-            ) from None
+            raise RunDirError(in_use(run_dir, lock_holder(fd))) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         yield path
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def lock_holder(fd: int) -> str:
+    """Who holds the lock open at `fd`, as its holder wrote it ("pid N on host")."""
+    return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+
+
+def in_use(run_dir: str | Path, holder: str) -> str:
+    return (
+        f"{run_dir} is in use by {holder}: wait for it to end, or give this run another "
+        "directory (hydra.run.dir=... or hydra.sweep.dir=...)"
+    )
+
+
+def holder(run_dir: str | Path) -> str | None:
+    """Who holds `run_dir` now ("pid N on host"), or None when no live process does; takes
+    nothing and writes nothing (the directory may be an archived, read-only one)."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: never run here, or an archived copy
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return lock_holder(fd)
+    finally:
+        os.close(fd)
+    return None
 
 
 def finished(run_dir: str | Path) -> dict[str, Any] | None:

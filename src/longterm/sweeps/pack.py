@@ -45,6 +45,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from longterm.choices import AUTO
 from longterm.config.validate import ConfigError, validate
+from longterm.store.checkpoints import load_checkpoint
 from longterm.store.run_dir import claim
 from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
 from longterm.sweeps.pack_module import OwnTensors, PackData, PackModule, PackOptimizer
@@ -184,7 +185,7 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     with tempfile.TemporaryDirectory(prefix="pack-") as where:
         ckpt = None if members[0].ckpt is None else restore(members, module, Path(where))
         try:
-            trainer.fit(module, datamodule=data, ckpt_path=ckpt)
+            trainer.fit(module, datamodule=data, ckpt_path=ckpt, weights_only=True)
         except BaseException as e:
             return record_pack_failure(members, trainer, e, time.perf_counter() - started)
     for member in members:  # none is left unended: MemberHooks.on_train_end ends the rest
@@ -196,7 +197,7 @@ def restore(members: list[Member], module: PackModule, where: Path) -> Path:
     """Load each member's own last checkpoint into its callbacks, and write the pack's (the
     members' weights and optimizer states, the loop's counters, the same in each) for
     `Trainer.fit(ckpt_path=...)`; return its path."""
-    loaded = [torch.load(m.ckpt, map_location="cpu", weights_only=False) for m in members]
+    loaded = [load_checkpoint(m.ckpt) for m in members]
     for member, ckpt in zip(members, loaded, strict=True):
         load_callback_states(member.trainer, ckpt)
     pack = dict(loaded[0])

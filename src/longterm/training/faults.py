@@ -4,12 +4,14 @@ what to do (the command line's mistakes are refused before, by config/).
 `RunError` carries that line; src/train.py prints it after `error: ` with no traceback
 (`HYDRA_FULL_ERROR=1` shows the traceback). `explain` turns the errors a user can cause into one:
 a run directory in use, a disk that is full or cannot be written, a checkpoint that cannot be
-read, a key a library refuses. Anything else is a fault of the code and keeps its traceback.
+read or would run code, a key a library refuses. Anything else is a fault of the code and keeps
+its traceback.
 """
 
 import errno
 from pathlib import Path
 
+from longterm.store.checkpoints import UnsafeCheckpointError
 from longterm.store.run_dir import RunDirError
 
 
@@ -40,7 +42,7 @@ def oserror(error: BaseException) -> OSError | None:
 def explain(error: BaseException, run_dir: Path, resume_from: Path | None) -> str | None:
     """One line for an error a user's situation causes; None for any other. `resume_from` is the
     checkpoint the same command would resume from."""
-    if isinstance(error, RunError | RunDirError):
+    if isinstance(error, RunError | RunDirError | UnsafeCheckpointError):
         return str(error)
     found = oserror(error)
     if found is not None:

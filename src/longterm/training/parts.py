@@ -18,7 +18,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
 from longterm.models.build import sequence_model
-from longterm.store.checkpoints import checkpoint_step
+from longterm.store.checkpoints import UnsafeCheckpointError, checkpoint_step, load_checkpoint
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.checkpoint_io import AtomicCheckpointIO
 from longterm.training.faults import RunError
@@ -123,9 +123,12 @@ def saved_checkpoint(run_dir: Path) -> Path | None:
 
 
 def readable(path: Path) -> str | None:
-    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can."""
+    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can. One that
+    would run code when loaded is refused (UnsafeCheckpointError), never passed over for another."""
     try:
-        torch.load(path, map_location="cpu", weights_only=False)
+        load_checkpoint(path)
+    except UnsafeCheckpointError:
+        raise
     except Exception as e:
         return str(e).split(". ")[0].splitlines()[0] if str(e) else type(e).__name__
     return None

@@ -91,7 +91,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     result = open_record(cfg, parts.module, run_dir, parts.logger, parts.ckpt, parts.resumed_at)
     start = time.perf_counter()
     try:
-        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt)
+        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt, weights_only=True)
     except BaseException as e:
         counts = outcome(
             parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
