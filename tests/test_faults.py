@@ -3,6 +3,7 @@ nothing lost: a full disk (a real tmpfs of 1 MiB), a truncated checkpoint, a mis
 option; and the faults at the edges of a run's life: a run that diverges, a plugin that raises,
 a best checkpoint left by an earlier attempt; all through src/train.py."""
 
+import json
 import os
 import pathlib
 import shutil
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, QUICK, quick, read_json, run_once, train_py
+from conftest import CONF, QUICK, composed, quick, read_json, run_once, train_py
 
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
+from longterm.config.run_dirs import job_run_dir
 from longterm.config.validate import ConfigError
 from longterm.store.archive import main as archive_main
 from longterm.store.archive import put
@@ -272,3 +274,41 @@ def test_a_checkpoint_that_would_run_code_is_refused_in_one_line(tmp_path, refer
     assert out.returncode == 1
     assert error_line(out.stderr) == f"error: {refused}"
     assert not marker.exists()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_run_directory_refuses_other_settings_before_anything_is_written(tmp_path, reference):
+    """A command with another lr pointed at a run's directory, finished, interrupted or stopped
+    before its result: refused in one line before Hydra starts, so its .hydra/ still describes
+    the run it holds; the same settings pass. In a sweep, each job's directory is checked."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    before = files(run_dir)
+    out = train_py(*QUICK, "lr=1e-2", f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == (
+        f"error: {run_dir} holds a finished run with other settings (lr=0.001): give this run "
+        "another directory"
+    )
+    assert files(run_dir) == before  # .hydra/config.yaml and overrides.yaml too
+    other = [*QUICK, "lr=1e-2", f"hydra.run.dir={run_dir}"]
+    check([*QUICK, f"hydra.run.dir={run_dir}"], CONF)  # its own settings: resumes
+    result = read_json(run_dir / "result.json")
+    (run_dir / "result.json").write_text(json.dumps({**result, "status": "interrupted"}))
+    with pytest.raises(ConfigError) as refused:
+        check(other, CONF)
+    assert str(refused.value) == (
+        f"{run_dir} holds an interrupted run with other settings (lr=0.001): rerun it with its "
+        "own settings to resume it, or give this run another directory"
+    )
+    (run_dir / "result.json").unlink()  # killed before its result: .hydra/config.yaml says
+    with pytest.raises(ConfigError, match=r"holds an unfinished run with other settings \(lr="):
+        check(other, CONF)
+    sweep = tmp_path / "sweep"
+    job = composed(*QUICK, "lr=1e-2", f"hydra.sweep.dir={sweep}", with_hydra=True)
+    shutil.copytree(run_dir, job_run_dir(job, multirun=True))
+    with pytest.raises(ConfigError, match=r"lr1e-2-s0,.* holds an unfinished run with other"):
+        check(["-m", *QUICK, "lr=1e-3,1e-2", f"hydra.sweep.dir={sweep}"], CONF)

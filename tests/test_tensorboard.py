@@ -213,7 +213,7 @@ def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
 
 
 def test_the_schema_holds_every_key_a_run_can_have():
-    from longterm.training.parts import run_params  # loads Lightning
+    from longterm.config.run_dirs import run_params
 
     configs = (
         [],

@@ -39,28 +39,6 @@ def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
     return instantiate(params, **kwargs)
 
 
-def run_params(cfg: DictConfig) -> dict[str, Any]:
-    """The flat hyperparameters that identify a run (HPARAMS view, result.json)."""
-    params = {
-        "task": cfg.task.name,
-        "loss": cfg.task.loss,
-        "pool": cfg.pool.name,
-        "model": cfg.model.name,
-        "data": cfg.data.name,
-        "T0": cfg.T0,
-        "lr": cfg.lr,
-        "seed": cfg.seed,
-        "mask_padding": cfg.pool.mask_padding,
-        "batch_size": cfg.data.batch_size,
-        "max_epochs": cfg.trainer.max_epochs,
-    }
-    for key in ("lengths", "min_length", "max_length"):
-        if key in cfg.data:
-            params[key] = cfg.data[key]
-    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
-    return params
-
-
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
     """The LightningModule around the model: the encoder `cfg.model.encoder` names, the readout
     `cfg.pool` and the paper's head (models/build.py)."""

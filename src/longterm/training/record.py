@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
+from longterm.config.run_dirs import run_params
 from longterm.store.records import (
     FINAL_STATUSES,
     RESULT_FILE,
@@ -33,7 +34,6 @@ from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore
 from longterm.training.hparams_records import NAMED, close_session, open_session
 from longterm.training.library_internals import add_summary
 from longterm.training.module import MemoryTaskModule
-from longterm.training.parts import run_params
 
 log = logging.getLogger(__name__)
 
