@@ -312,3 +312,42 @@ def test_a_run_directory_refuses_other_settings_before_anything_is_written(tmp_p
     shutil.copytree(run_dir, job_run_dir(job, multirun=True))
     with pytest.raises(ConfigError, match=r"lr1e-2-s0,.* holds an unfinished run with other"):
         check(["-m", *QUICK, "lr=1e-3,1e-2", f"hydra.sweep.dir={sweep}"], CONF)
+
+
+def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_ends(tmp_path):
+    """An encoder that raises at its sixth training pass (launcher=local), and a task generator
+    that raises in mid-epoch inside a pack (launcher=packed): each such run is recorded failed
+    with the error, its traceback kept in its train.log, the other jobs finish, and the sweep
+    ends with its table and its line."""
+    local, packed = tmp_path / "local", tmp_path / "packed"
+    one_epoch = quick("trainer.max_epochs=1")
+    encoder = [*faulty("Raises")[:-1], "+model.after=5,1000"]
+    task = ["task.generator=faulty.addition_until", "task.name=until", "+task.params.after=12,1000"]
+    cases = [
+        (local, [*encoder, *one_epoch], "RuntimeError: the plugin failed at training pass 6", 1),
+        (
+            packed,
+            ["launcher=packed", "launcher.jobs=1", "lr=1e-3,3e-3", *task, *one_epoch],
+            "RuntimeError: the task plugin failed at batch 13",
+            2,
+        ),
+    ]
+    for sweep, args, message, failed in cases:
+        out = train_py("-m", *args, f"hydra.sweep.dir={sweep}", env=PLUGINS)
+        assert out.returncode == 1
+        lines = out.stderr.strip().splitlines()
+        assert lines[-1] == f"error: {failed} job(s) of the sweep stopped; each said why above"
+        stopped = [line for line in lines if line.startswith("error: ") and message in line]
+        assert len(stopped) == failed, out.stderr
+        assert all(
+            line.endswith(f"failed: {message} (traceback in its train.log)") for line in stopped
+        )
+        assert f"{2 * failed} jobs in {sweep}" in out.stdout  # the closing table
+        results = {p.parent: read_json(p) for p in sweep.glob("*/result.json")}
+        statuses = sorted(r["status"] for r in results.values())
+        assert statuses == ["failed"] * failed + ["max_epochs"] * failed
+        for run_dir, result in results.items():
+            if result["status"] == "failed":
+                assert result["error"] == message
+                log = (run_dir / "train.log").read_text()
+                assert "Traceback (most recent call last)" in log and message in log

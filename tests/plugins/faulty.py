@@ -1,6 +1,8 @@
 """Encoders that fail part-way through a run, for the tests of faults (tests/test_faults.py): one
 whose output turns NaN, one that raises. Each counts its training forward passes."""
 
+import os
+
 import torch
 from torch import Tensor, nn
 
@@ -38,3 +40,17 @@ class Raises(Faulty):
 
     def fault(self, h: Tensor) -> Tensor:
         raise RuntimeError(f"the plugin failed at training pass {self.passes}")
+
+
+BATCHES: dict[int, int] = {}  # batches drawn, by process (a pack's is forked from the launcher)
+
+
+def addition_until(rng, min_length, n_sequences, max_length=None, after: int = 1000):
+    """The paper's addition task (longterm.tasks.addition) until `after` batches have been drawn
+    in this process, validation sets and the config's checks included; then a RuntimeError."""
+    from longterm.tasks import addition
+
+    drawn = BATCHES[os.getpid()] = BATCHES.get(os.getpid(), 0) + 1
+    if drawn > after:
+        raise RuntimeError(f"the task plugin failed at batch {drawn}")
+    return addition(rng, min_length, n_sequences, max_length)

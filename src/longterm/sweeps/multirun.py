@@ -52,8 +52,9 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
-        if FAILURES:
-            sys.exit(f"error: {len(FAILURES)} job(s) of the sweep stopped; each said why above")
+        verdict = FAILURES.verdict()
+        if verdict is not None:
+            sys.exit(f"error: {verdict}")
 
 
 def command(config: DictConfig) -> str:

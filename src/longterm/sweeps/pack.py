@@ -31,6 +31,7 @@ The pack's Lightning objects are in sweeps/pack_module.py, its members' in sweep
 """
 
 import logging
+import os
 import tempfile
 import time
 from collections import defaultdict
@@ -50,7 +51,7 @@ from longterm.store.run_dir import claim
 from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
 from longterm.sweeps.pack_module import OwnTensors, PackData, PackModule, PackOptimizer
 from longterm.training.callbacks import DeferSignal
-from longterm.training.faults import RunError, explain
+from longterm.training.faults import RunError, RunFailed, explain, failure_line
 from longterm.training.library_internals import attach_unfitted, load_callback_states
 from longterm.training.parts import (
     assemble,
@@ -68,6 +69,7 @@ log = logging.getLogger(__name__)
 # The paper's model, whose runs can be packed (model.name, pool.name); others run alone.
 PACKABLE_MODELS = ("feedforward",)
 PACKABLE_POOLS = ("attention", "mean")
+LOG_FILE = "train.log"  # each member's log (packed_launcher.member_logs): Hydra's, of src/train.py
 RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 
 
@@ -98,9 +100,7 @@ def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
                 outcomes[i] = e if isinstance(e, RunError) else RunError(str(e))
             except Exception as e:
                 line = explain(e, run_dir, saved_checkpoint(run_dir))
-                if line is None:
-                    raise
-                outcomes[i] = RunError(line)
+                outcomes[i] = RunError(line) if line is not None else fault(e, [run_dir])[0]
         by_step: dict[int | None, list[tuple[int, Member]]] = defaultdict(list)
         for i, member in members:
             by_step[member.resumed_at].append((i, member))
@@ -232,7 +232,21 @@ def record_pack_failure(
             exit_ = exit_ or e
     if exit_ is not None:
         raise exit_ from error
-    line = explain(error, members[0].run_dir, saved_checkpoint(members[0].run_dir))
-    if line is None or not isinstance(error, Exception):
+    if not isinstance(error, Exception):
         raise error
-    return [m.result if m.state == ENDED else RunError(line) for m in members]
+    line = explain(error, members[0].run_dir, saved_checkpoint(members[0].run_dir))
+    stopped = [m for m in members if m.state != ENDED]
+    lines = [RunError(line)] * len(stopped) if line else fault(error, [m.run_dir for m in stopped])
+    failed = dict(zip(stopped, lines, strict=True))
+    return [failed.get(m, m.result) for m in members]
+
+
+def fault(error: Exception, run_dirs: list[Path]) -> list[RunFailed]:
+    """The lines of the runs of `run_dirs` that a fault of the code stopped (a plugin's, say),
+    its traceback logged once, on the console and in each run's train.log (the launcher's
+    handler, packed_launcher.MemberFiles); the other runs and packs go on."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise error
+    members = tuple(str(d) for d in run_dirs)
+    log.error(f"{type(error).__name__} in a pack", exc_info=error, extra={"member": members})
+    return [RunFailed(failure_line(error, d, d / LOG_FILE)) for d in run_dirs]

@@ -9,6 +9,8 @@ its traceback.
 """
 
 import errno
+import logging
+import traceback
 from pathlib import Path
 
 from longterm.store.checkpoints import UnsafeCheckpointError
@@ -17,6 +19,11 @@ from longterm.store.run_dir import RunDirError
 
 class RunError(RuntimeError):
     """A run stopped by its situation, not by the code; the message is one line."""
+
+
+class RunFailed(RunError):  # noqa: N818  a RunError, named for what befell the run
+    """A run stopped by a fault of the code (a plugin's, say): one line naming the error and
+    where its traceback is kept."""
 
 
 # errno -> what to do, for an OSError while a run writes its directory.
@@ -54,3 +61,30 @@ def explain(error: BaseException, run_dir: Path, resume_from: Path | None) -> st
         )
         return f"cannot write {where}: {found.strerror}; {WRITE_ERRORS[found.errno]}, then {then}"
     return None
+
+
+def keep_traceback(error: BaseException) -> Path | None:
+    """Write the traceback of `error` to the log file of this process's run (Hydra's file
+    handler: the run's train.log), where a job whose terminal output is lost (a SLURM job's)
+    still has it; return that file (None without one). The terminal is left to the caller."""
+    text = "".join(traceback.format_exception(error)).rstrip()
+    record = logging.LogRecord(__name__, logging.ERROR, __file__, 0, text, None, None)
+    kept = None
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+            kept = Path(handler.baseFilename)
+    return kept
+
+
+def failure_line(error: BaseException, run_dir: Path, log_file: Path | None) -> str:
+    """One line for a run that a fault of the code stopped: the error, and where its traceback
+    is kept."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    if log_file is None:
+        where = ""
+    elif log_file.parent.resolve() == run_dir.resolve():
+        where = f" (traceback in its {log_file.name})"
+    else:
+        where = f" (traceback in {log_file})"
+    return f"{run_dir} failed: {type(error).__name__}: {message}{where}"
