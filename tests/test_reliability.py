@@ -26,6 +26,7 @@ from conftest import (
     train_py,
     wait_for_file,
 )
+from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
@@ -199,6 +200,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
         "to end, or give this run another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
     )
     assert not (tmp_path / "result.json").exists()
+    assert OmegaConf.load(tmp_path / ".hydra" / "config.yaml").lr == 1e-9  # refused before Hydra
 
 
 def test_a_reader_never_sees_half_a_result(tmp_path):

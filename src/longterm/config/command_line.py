@@ -32,6 +32,7 @@ from longterm.config.machine_checks import (
 )
 from longterm.config.run_dirs import job_run_dir, other_settings
 from longterm.config.validate import ConfigError, validate
+from longterm.store.run_dir import holder, in_use
 
 HYDRA_FLAGS = ("-m", "--multirun")
 # Flags with a value that change what is composed; the others (--cfg, --help, ...) print
@@ -203,8 +204,12 @@ def job_composed(composing: Compositions, overrides: list[str]) -> DictConfig:
 
 
 def check_run_dir(job: DictConfig, run_dir: Path) -> None:
-    """ConfigError when `run_dir` holds a run of other settings than `job`'s (config/run_dirs.py),
-    before Hydra writes anything there."""
+    """ConfigError when `run_dir` is in use by a live process (store/run_dir.py: its lock), or
+    holds a run of other settings than `job`'s (config/run_dirs.py), before Hydra writes anything
+    there."""
+    who = holder(run_dir)
+    if who is not None:
+        raise ConfigError(in_use(run_dir, who))
     conflict = other_settings(job, run_dir)
     if conflict is not None:
         raise ConfigError(conflict)
@@ -212,8 +217,8 @@ def check_run_dir(job: DictConfig, run_dir: Path) -> None:
 
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
     """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, its
-    output directory cannot be made, or its run directory holds a run of other settings. Warn
-    (one line) when a sweep sent to SLURM could wait for ever on a lost job
+    output directory cannot be made, or its run directory is in use or holds a run of other
+    settings. Warn (one line) when a sweep sent to SLURM could wait for ever on a lost job
     (warn_without_accounting). `--config-dir` and `--config-name` are read as Hydra reads them;
     a command line with another flag (--help, --cfg) is left to Hydra."""
     line = parse(argv)
