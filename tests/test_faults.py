@@ -24,6 +24,7 @@ from longterm.store.archive import put
 from longterm.store.checkpoints import relocate
 from longterm.store.continue_run import main as continue_main
 from longterm.store.run_dir import claim
+from longterm.sweeps.multirun import job_rows
 
 PLUGINS = {"PYTHONPATH": str(Path(__file__).resolve().parent / "plugins")}  # faulty.py
 
@@ -351,3 +352,29 @@ def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_e
                 assert result["error"] == message
                 log = (run_dir / "train.log").read_text()
                 assert "Traceback (most recent call last)" in log and message in log
+
+
+def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, reference):
+    """A result.json that is not whole JSON: the command line, continue_run and a sweep's table
+    say so in one line; a checkpoint of another model.dim (a setting result.json does not name)
+    is refused in one line instead of Lightning's size-mismatch traceback."""
+    run_dir = tmp_path / "sweep" / "run"
+    shutil.copytree(reference, run_dir)
+    (run_dir / "result.json").write_text('{"status": ')
+    unreadable = (
+        f"{run_dir / 'result.json'} cannot be read (Expecting value: line 1 column 12 (char 11)): "
+        "move it away, and the same command resumes the run from its last checkpoint"
+    )
+    with pytest.raises(ConfigError) as refused:
+        check([*QUICK, f"hydra.run.dir={run_dir}"], CONF)
+    assert str(refused.value) == unreadable
+    assert refusal(continue_main, str(run_dir), str(tmp_path / "new")) == f"error: {unreadable}"
+    assert [row["status"] for row in job_rows(run_dir.parent)] == ["unreadable result.json"]
+    (run_dir / "result.json").unlink()
+    out = train_py(*QUICK, "model.dim=32", f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == (
+        f"error: {run_dir / 'checkpoints' / 'last.ckpt'} holds a model of other parameters than "
+        "this command's (net.encoder.proj.bias: 100 there, 32 here): rerun the run with its own "
+        "settings, or give this run another directory"
+    )

@@ -32,7 +32,7 @@ from longterm.config.machine_checks import (
 )
 from longterm.config.run_dirs import job_run_dir, other_settings
 from longterm.config.validate import ConfigError, validate
-from longterm.store.run_dir import holder, in_use
+from longterm.store.run_dir import RunDirError, holder, in_use
 
 HYDRA_FLAGS = ("-m", "--multirun")
 # Flags with a value that change what is composed; the others (--cfg, --help, ...) print
@@ -210,7 +210,10 @@ def check_run_dir(job: DictConfig, run_dir: Path) -> None:
     who = holder(run_dir)
     if who is not None:
         raise ConfigError(in_use(run_dir, who))
-    conflict = other_settings(job, run_dir)
+    try:
+        conflict = other_settings(job, run_dir)
+    except RunDirError as e:
+        raise ConfigError(str(e)) from None
     if conflict is not None:
         raise ConfigError(conflict)
 

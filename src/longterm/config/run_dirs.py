@@ -14,7 +14,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.store.records import FINAL_STATUSES
+from longterm.store.run_dir import run_record
 
 HYDRA_CONFIG = ".hydra/config.yaml"
 DEFAULT_RUN_DIR = "${hydra:runtime.output_dir}"  # conf/train.yaml: run_dir
@@ -54,9 +55,10 @@ def job_run_dir(cfg: DictConfig, multirun: bool) -> Path:
 
 def recorded(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
     """(status, settings) of the run in `run_dir` as it recorded them; the status is `unfinished`
-    for a run without result.json. None when the directory holds no run it can read."""
-    if (run_dir / RESULT_FILE).is_file():
-        result = read_result(run_dir)
+    for a run without result.json. None when the directory holds no run it can read; RunDirError
+    for a result.json that cannot be read."""
+    result = run_record(run_dir)
+    if result is not None:
         return str(result.get("status")), result
     if (run_dir / HYDRA_CONFIG).is_file():
         try:

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 from longterm.store.checkpoints import UnsafeCheckpointError, relocate
-from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
-from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE
+from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder, run_record
 
 
 class ContinueError(RuntimeError):
@@ -37,12 +37,16 @@ def finished_status(old: Path) -> str:
     who = holder(old)
     if who is not None:
         raise ContinueError(f"{old} is in use by {who}: wait for it to end, then continue it")
-    if not (old / RESULT_FILE).exists():
+    try:
+        result = run_record(old)
+    except RunDirError as e:
+        raise ContinueError(str(e)) from None
+    if result is None:
         raise ContinueError(
             f"{old} holds no finished run (no {RESULT_FILE}: stopped before it ended): rerun its "
             "own command to finish it"
         )
-    status = read_result(old).get("status")
+    status = result.get("status")
     if status not in FINAL_STATUSES:
         raise ContinueError(f"{old} has status {status!r}: rerun its own command to resume it")
     return status

@@ -26,7 +26,8 @@ EVENTS = "events.out.tfevents.*"
 
 
 class RunDirError(RuntimeError):
-    """A run directory held by another live process, or by a run of other settings."""
+    """A run directory held by another live process, by a run of other settings, or with a
+    record that cannot be read; the message is one line."""
 
 
 @contextmanager
@@ -75,12 +76,29 @@ def holder(run_dir: str | Path) -> str | None:
     return None
 
 
+def run_record(run_dir: str | Path) -> dict[str, Any] | None:
+    """The result.json of the run in `run_dir` (None without one); RunDirError, one line, for
+    one that cannot be read (cut short by a full disk on a system without atomic renames, or
+    edited by hand)."""
+    path = Path(run_dir) / RESULT_FILE
+    if not path.is_file():
+        return None
+    try:
+        result = read_result(run_dir)
+    except (OSError, ValueError) as e:
+        raise RunDirError(
+            f"{path} cannot be read ({e}): move it away, and the same command resumes the run "
+            "from its last checkpoint"
+        ) from None
+    if not isinstance(result, dict):
+        raise RunDirError(f"{path} is not a run's record: move it away")
+    return result
+
+
 def finished(run_dir: str | Path) -> dict[str, Any] | None:
     """The result of a completed run in `run_dir` (status in FINAL_STATUSES), else None."""
-    if not (Path(run_dir) / RESULT_FILE).exists():
-        return None
-    result = read_result(run_dir)
-    return result if result.get("status") in FINAL_STATUSES else None
+    result = run_record(run_dir)
+    return result if result is not None and result.get("status") in FINAL_STATUSES else None
 
 
 def event_files(run_dir: str | Path) -> list[Path]:

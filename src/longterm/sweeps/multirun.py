@@ -18,8 +18,8 @@ from longterm.store.records import (
     append_record,
     git_commit,
     now,
-    read_result,
 )
+from longterm.store.run_dir import RunDirError, run_record
 from longterm.sweeps.failures import FAILURES
 
 
@@ -27,14 +27,19 @@ def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """A row per job directory (one holding Hydra's `.hydra/`), in name order."""
     rows = []
     for job in sorted(p for p in sweep_dir.iterdir() if (p / ".hydra").is_dir()):
-        result = read_result(job) if (job / RESULT_FILE).exists() else {}
+        try:
+            result = run_record(job) or {}
+        except RunDirError:
+            result = {"status": f"unreadable {RESULT_FILE}"}
         best = result.get("best_acc")
         rows.append(
             {
                 "job": job.name,
                 "status": result.get("status", "no result"),
                 "best val/acc": "" if best is None else f"{best:.4f}",
-                "epochs": f"{result['epochs']}/{result['max_epochs']}" if result else "",
+                "epochs": f"{result['epochs']}/{result['max_epochs']}"
+                if "epochs" in result
+                else "",
             }
         )
     return rows

@@ -140,6 +140,24 @@ def resumable(last: Path | None) -> Path | None:
     unloadable(last, reason)
 
 
+def same_model(module: MemoryTaskModule, ckpt: Path) -> None:
+    """RunError when `ckpt` holds other parameters than `module` has: the run it belongs to was
+    made with other model settings (a `model.dim` that result.json's settings do not name)."""
+    theirs, ours = load_checkpoint(ckpt)["state_dict"], module.state_dict()
+    for key in sorted(theirs.keys() | ours.keys()):
+        there, here = (shape(d.get(key)) for d in (theirs, ours))
+        if there != here:
+            raise RunError(
+                f"{ckpt} holds a model of other parameters than this command's ({key}: {there} "
+                f"there, {here} here): rerun the run with its own settings, or give this run "
+                "another directory"
+            )
+
+
+def shape(tensor: torch.Tensor | None) -> str:
+    return "none" if tensor is None else "x".join(map(str, tensor.shape)) or "a scalar"
+
+
 def unloadable(ckpt: Path, reason: str) -> NoReturn:
     """RunError: `ckpt` cannot be read for `reason`, and no other checkpoint of its run can."""
     folder = ckpt.parent
@@ -200,5 +218,7 @@ def assemble(cfg: DictConfig, members: int = 1) -> Parts:
     check_memory(cfg, module, jobs * members)
     callbacks = run_callbacks(cfg)
     ckpt = resumable(last_checkpoint(callbacks))
+    if ckpt is not None:
+        same_model(module, ckpt)
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     return Parts(module, callbacks, ckpt, resumed_at, run_logger(cfg, resumed_at), jobs)
