@@ -9,6 +9,7 @@ import pathlib
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,21 @@ def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, ref
         "this command's (net.encoder.proj.bias: 100 there, 32 here): rerun the run with its own "
         "settings, or give this run another directory"
     )
+
+
+def test_ctrl_c_in_a_run_says_interrupted_in_one_line(tmp_path):
+    """Lightning ends a run on Ctrl-C with sys.exit(1) after its KeyboardInterrupt: recorded as
+    interrupted, and the process says so in one line, as on SIGTERM."""
+    from longterm.training.record import record_failure
+
+    result = {"run_dir": str(tmp_path), "status": "failed"}
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            sys.exit(1)  # what Lightning's _call_and_handle_interrupt does
+    except SystemExit as lightning_exit:
+        with pytest.raises(SystemExit) as said:
+            record_failure(result, False, {}, lightning_exit, 1.0)
+    assert said.value.code == f"interrupted: {tmp_path / 'result.json'}"
+    assert read_json(tmp_path / "result.json")["status"] == "interrupted"
