@@ -119,7 +119,7 @@ def settled(ret: JobReturn, label: str) -> JobReturn:
     """`ret`, a job that raised (past src/train.py) said in one line and counted as stopped, so
     that the sweep still ends with its table."""
     if ret.status == JobStatus.FAILED:
-        report(f"{label} failed: {reason(ret._return_value)}")
+        report(f"{label} failed: {reason(ret._return_value)}")  # its getter raises it
         ret.status, ret.return_value = JobStatus.COMPLETED, None
     return ret
 
@@ -150,9 +150,10 @@ def side_by_side_jobs(
             elif stop:
                 interrupted += len(unit)
             else:
+                them = "them" if len(unit) > 1 else "it"
                 report(
                     f"{label} ended without its result: {reason(result.error)}; rerun the "
-                    "same command to resume it"
+                    f"same command to resume {them}"
                 )
             continue
         value, lines = result

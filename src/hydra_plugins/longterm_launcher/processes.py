@@ -95,8 +95,14 @@ def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int, stop: Stop) -> 
             i, (call, args) = waiting.pop(0)
             reader, writer = fork.Pipe(duplex=False)
             child = fork.Process(target=send_result, args=(writer, call, args, os.getpid()))
-            child.start()
-            stop.children.append(child)
+            # held while it forks: the child never runs this handler, and one that comes now
+            # reaches the child once it is among the children, through the handler
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                child.start()
+                stop.children.append(child)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             writer.close()
             running[reader] = (i, child)
         for reader in wait(list(running)):
@@ -127,6 +133,7 @@ def send_result(writer: Any, call: Callable, args: tuple, parent: int) -> None:
     for signum in (signal.SIGINT, signal.SIGHUP):  # the launcher's SIGTERM stops it (see above)
         signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the launcher's handler, forked with it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked while it was forked
     if sys.platform == "linux":
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:  # the launcher died before the request took effect

@@ -74,8 +74,8 @@ def other_settings(cfg: DictConfig, run_dir: Path) -> str | None:
     found = recorded(run_dir)
     if found is None:
         return None
-    status, theirs = found
-    differ = [f"{k}={theirs.get(k)!r}" for k, v in run_params(cfg).items() if theirs.get(k) != v]
+    status, theirs = found  # a key a record of older code lacks is not held against it
+    differ = [f"{k}={theirs[k]!r}" for k, v in run_params(cfg).items() if theirs.get(k, v) != v]
     if not differ:
         return None
     settings = f"run with other settings ({', '.join(differ)})"
