@@ -8,6 +8,7 @@ Examples:
 
 import os
 import sys
+import traceback
 from pathlib import Path
 
 import hydra
@@ -25,20 +26,29 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 def main(cfg: DictConfig) -> float | None:
     # torch and Lightning load only once the command line is good
     from longterm.sweeps.failures import FAILURES
-    from longterm.training.faults import RunError
+    from longterm.training.faults import RunError, failure_line, keep_traceback
     from longterm.training.run import train
 
+    sweep = HydraConfig.get().mode == RunMode.MULTIRUN
+    full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:
         return train(cfg)["best_acc"]
     except RunError as e:  # the run's situation, not the code: one line (training/faults.py)
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        if full:
             raise
-        if HydraConfig.get().mode != RunMode.MULTIRUN:
+        if not sweep:
             sys.exit(f"error: {e}")
-        # a sweep's other jobs go on; it ends with its table, then exits non-zero (sweeps/)
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        FAILURES.report(str(e))
-        return None
+        line = str(e)
+    except Exception as e:  # a fault of the code (a plugin's, say): its traceback in train.log
+        log_file = keep_traceback(e)
+        if full or not sweep:
+            raise
+        traceback.print_exc()
+        line = failure_line(e, Path(cfg.run_dir), log_file)
+    # a sweep's other jobs go on; it ends with its table, then exits non-zero (sweeps/)
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    FAILURES.report(line)
+    return None
 
 
 if __name__ == "__main__":

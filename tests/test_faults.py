@@ -1,18 +1,40 @@
 """What a user's situation makes go wrong once a run has started ends in one line on stderr, with
 nothing lost: a full disk (a real tmpfs of 1 MiB), a truncated checkpoint, a misspelt Trainer
-option; all through src/train.py."""
+option; and the faults at the edges of a run's life: a run that diverges, a plugin that raises,
+a best checkpoint left by an earlier attempt; all through src/train.py."""
 
+import json
+import os
+import pathlib
 import shutil
+import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, QUICK, read_json, run_once, train_py
+from conftest import CONF, QUICK, composed, quick, read_json, run_once, train_py
 
+from longterm.analysis.events import scalars
 from longterm.config.command_line import check
+from longterm.config.run_dirs import job_run_dir
 from longterm.config.validate import ConfigError
+from longterm.store.archive import main as archive_main
+from longterm.store.archive import put
 from longterm.store.checkpoints import relocate
+from longterm.store.continue_run import main as continue_main
+from longterm.store.run_dir import claim
+from longterm.sweeps.multirun import job_rows
+
+PLUGINS = {"PYTHONPATH": str(Path(__file__).resolve().parent / "plugins")}  # faulty.py
+
+
+def faulty(encoder: str, after: int = 20) -> list[str]:
+    """The paper's model with tests/plugins/faulty.py's `encoder`, failing at training pass
+    `after + 1` (QUICK: the first update of epoch 2)."""
+    name = encoder.lower()
+    return [f"model.encoder=faulty.{encoder}", f"model.name={name}", f"+model.after={after}"]
 
 
 def error_line(stderr: str) -> str:
@@ -135,3 +157,243 @@ def test_a_misspelt_trainer_option_is_one_line_before_training(args, expected):
     with pytest.raises(ConfigError) as err:
         check(args, CONF)
     assert str(err.value).startswith(expected)
+
+
+def finite(path: Path) -> bool:
+    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+    return all(bool(torch.isfinite(v).all()) for v in state.values() if v.is_floating_point())
+
+
+def test_a_run_that_diverges_keeps_what_it_measured_before(tmp_path):
+    """Its loss turns NaN at the first update of epoch 2: diverged there, the accuracy of epoch 1
+    kept (the NaN weights are not validated), and the checkpoints hold epoch 1's finite weights."""
+    run_dir = tmp_path / "run"
+    out = train_py(
+        *quick("trainer.max_epochs=3"), *faulty("TurnsNaN"), f"hydra.run.dir={run_dir}", env=PLUGINS
+    )
+    assert out.returncode == 0, out.stderr
+    result = read_json(run_dir / "result.json")
+    assert (result["status"], result["diverged_step"], result["epochs"]) == ("diverged", 21, 2)
+    (acc,) = result["val_acc_history"]
+    assert result["final_acc"] == result["best_acc"] == acc > 0
+    for name in ("best.ckpt", "last.ckpt"):
+        ckpt = run_dir / "checkpoints" / name
+        assert finite(ckpt), name
+        assert torch.load(ckpt, weights_only=True)["global_step"] == 20
+    assert [step for step, _ in scalars(run_dir)["val/acc"]] == [19]  # epoch 1's only
+
+
+def test_a_run_started_again_beside_its_best_checkpoint_keeps_one_best(tmp_path, reference):
+    """An attempt that wrote best.ckpt but never last.ckpt (a full disk, a kill between the two
+    writes): the rerun resumes from best.ckpt, which stays the best of the run (no best-v1.ckpt),
+    and result.json names it."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    for ckpt in (tmp_path / "checkpoints").glob("*.ckpt"):
+        relocate(ckpt, ckpt, tmp_path)  # its callbacks' paths, as continue_run moves them
+    (tmp_path / "result.json").unlink()
+    (tmp_path / "checkpoints" / "last.ckpt").unlink()
+    best = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["global_step"]
+    out = train_py(*QUICK, f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    assert "last.ckpt is missing: resuming from" in out.stdout
+    result = read_json(tmp_path / "result.json")
+    assert result["resumed_at_update"] == best
+    assert result["val_acc_history"] == history(reference)
+    assert result["best_checkpoint"] == "checkpoints/best.ckpt"
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == [
+        "best.ckpt",
+        "last.ckpt",
+    ]
+    kept = torch.load(tmp_path / "checkpoints" / "best.ckpt", weights_only=True)["callbacks"]
+    (score,) = [v["best_model_score"] for k, v in kept.items() if "val/acc" in k]
+    assert float(score) == result["best_acc"]
+
+
+def refusal(call, *args: str) -> str:
+    """The one line a command-line entry point (`main(argv)`) exits with."""
+    with pytest.raises(SystemExit) as stopped:
+        call(list(args))
+    assert isinstance(stopped.value.code, str), stopped.value.code
+    return stopped.value.code
+
+
+def test_continue_run_refuses_a_run_in_use_or_unfinished_in_one_line(tmp_path, reference):
+    """longterm.store.continue_run on a run still training (its lock held, no result.json yet),
+    stopped before its end, or interrupted: one line, and nothing written."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(reference, old)
+    (old / "result.json").unlink()
+    with claim(old):  # as the process training it holds it
+        line = refusal(continue_main, str(old), str(new))
+    assert line == (
+        f"error: {old} is in use by pid {os.getpid()} on {socket.gethostname()}: wait for it to "
+        "end, then continue it"
+    )
+    line = refusal(continue_main, str(old), str(new))
+    assert line == (
+        f"error: {old} holds no finished run (no result.json: stopped before it ended): rerun "
+        "its own command to finish it"
+    )
+    (old / "result.json").write_text('{"status": "interrupted"}')
+    line = refusal(continue_main, str(old), str(new))
+    assert line == f"error: {old} has status 'interrupted': rerun its own command to resume it"
+    assert not new.exists()
+
+
+class Payload:
+    """Unpickled, it would create the file `marker`: what a malicious checkpoint carries."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_in_one_line(tmp_path, reference, capsys):
+    """A last.ckpt carrying a pickled callable: resuming the run, continue_run and the archive
+    each refuse it in one line naming the file, and the callable never runs."""
+    marker = tmp_path / "ran"
+    run_dir = tmp_path / "sweep" / "run"
+    shutil.copytree(reference, run_dir)
+    last = run_dir / "checkpoints" / "last.ckpt"
+    state = torch.load(last, weights_only=True)
+    state["callbacks"]["extra"] = Payload(marker)
+    torch.save(state, last)
+    refused = (
+        f"{last} is refused: it holds a pickled getattr, which loading would run, and no "
+        "checkpoint written here holds such a thing; nothing in it was run: remove it, or put "
+        "the run's own checkpoint in its place"
+    )
+    line = refusal(continue_main, str(run_dir), str(tmp_path / "longer"))
+    assert line == f"error: {refused}"
+    put([run_dir.parent], tmp_path / "runs")  # copies files, loads none
+    assert archive_main(["get", str(tmp_path / "runs" / "sweep"), "--into", str(tmp_path / "out")])
+    archived = tmp_path / "runs" / "sweep" / "run" / "checkpoints" / "last.ckpt"
+    assert capsys.readouterr().err == f"archive: {refused.replace(str(last), str(archived))}\n"
+    (run_dir / "result.json").unlink()  # unfinished: the same command resumes from last.ckpt
+    out = train_py(*QUICK, f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == f"error: {refused}"
+    assert not marker.exists()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_run_directory_refuses_other_settings_before_anything_is_written(tmp_path, reference):
+    """A command with another lr pointed at a run's directory, finished, interrupted or stopped
+    before its result: refused in one line before Hydra starts, so its .hydra/ still describes
+    the run it holds; the same settings pass. In a sweep, each job's directory is checked."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(reference, run_dir)
+    before = files(run_dir)
+    out = train_py(*QUICK, "lr=1e-2", f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == (
+        f"error: {run_dir} holds a finished run with other settings (lr=0.001): give this run "
+        "another directory"
+    )
+    assert files(run_dir) == before  # .hydra/config.yaml and overrides.yaml too
+    other = [*QUICK, "lr=1e-2", f"hydra.run.dir={run_dir}"]
+    check([*QUICK, f"hydra.run.dir={run_dir}"], CONF)  # its own settings: resumes
+    result = read_json(run_dir / "result.json")
+    (run_dir / "result.json").write_text(json.dumps({**result, "status": "interrupted"}))
+    with pytest.raises(ConfigError) as refused:
+        check(other, CONF)
+    assert str(refused.value) == (
+        f"{run_dir} holds an interrupted run with other settings (lr=0.001): rerun it with its "
+        "own settings to resume it, or give this run another directory"
+    )
+    (run_dir / "result.json").unlink()  # killed before its result: .hydra/config.yaml says
+    with pytest.raises(ConfigError, match=r"holds an unfinished run with other settings \(lr="):
+        check(other, CONF)
+    sweep = tmp_path / "sweep"
+    job = composed(*QUICK, "lr=1e-2", f"hydra.sweep.dir={sweep}", with_hydra=True)
+    shutil.copytree(run_dir, job_run_dir(job, multirun=True))
+    with pytest.raises(ConfigError, match=r"lr1e-2-s0,.* holds an unfinished run with other"):
+        check(["-m", *QUICK, "lr=1e-3,1e-2", f"hydra.sweep.dir={sweep}"], CONF)
+
+
+def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_ends(tmp_path):
+    """An encoder that raises at its sixth training pass (launcher=local), and a task generator
+    that raises in mid-epoch inside a pack (launcher=packed): each such run is recorded failed
+    with the error, its traceback kept in its train.log, the other jobs finish, and the sweep
+    ends with its table and its line."""
+    local, packed = tmp_path / "local", tmp_path / "packed"
+    one_epoch = quick("trainer.max_epochs=1")
+    encoder = [*faulty("Raises")[:-1], "+model.after=5,1000"]
+    task = ["task.generator=faulty.addition_until", "task.name=until", "+task.params.after=12,1000"]
+    cases = [
+        (local, [*encoder, *one_epoch], "RuntimeError: the plugin failed at training pass 6", 1),
+        (
+            packed,
+            ["launcher=packed", "launcher.jobs=1", "lr=1e-3,3e-3", *task, *one_epoch],
+            "RuntimeError: the task plugin failed at batch 13",
+            2,
+        ),
+    ]
+    for sweep, args, message, failed in cases:
+        out = train_py("-m", *args, f"hydra.sweep.dir={sweep}", env=PLUGINS)
+        assert out.returncode == 1
+        lines = out.stderr.strip().splitlines()
+        assert lines[-1] == f"error: {failed} job(s) of the sweep stopped; each said why above"
+        stopped = [line for line in lines if line.startswith("error: ") and message in line]
+        assert len(stopped) == failed, out.stderr
+        assert all(
+            line.endswith(f"failed: {message} (traceback in its train.log)") for line in stopped
+        )
+        assert f"{2 * failed} jobs in {sweep}" in out.stdout  # the closing table
+        results = {p.parent: read_json(p) for p in sweep.glob("*/result.json")}
+        statuses = sorted(r["status"] for r in results.values())
+        assert statuses == ["failed"] * failed + ["max_epochs"] * failed
+        for run_dir, result in results.items():
+            if result["status"] == "failed":
+                assert result["error"] == message
+                log = (run_dir / "train.log").read_text()
+                assert "Traceback (most recent call last)" in log and message in log
+
+
+def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, reference):
+    """A result.json that is not whole JSON: the command line, continue_run and a sweep's table
+    say so in one line; a checkpoint of another model.dim (a setting result.json does not name)
+    is refused in one line instead of Lightning's size-mismatch traceback."""
+    run_dir = tmp_path / "sweep" / "run"
+    shutil.copytree(reference, run_dir)
+    (run_dir / "result.json").write_text('{"status": ')
+    unreadable = (
+        f"{run_dir / 'result.json'} cannot be read (Expecting value: line 1 column 12 (char 11)): "
+        "move it away, and the same command resumes the run from its last checkpoint"
+    )
+    with pytest.raises(ConfigError) as refused:
+        check([*QUICK, f"hydra.run.dir={run_dir}"], CONF)
+    assert str(refused.value) == unreadable
+    assert refusal(continue_main, str(run_dir), str(tmp_path / "new")) == f"error: {unreadable}"
+    assert [row["status"] for row in job_rows(run_dir.parent)] == ["unreadable result.json"]
+    (run_dir / "result.json").unlink()
+    out = train_py(*QUICK, "model.dim=32", f"hydra.run.dir={run_dir}")
+    assert out.returncode == 1
+    assert error_line(out.stderr) == (
+        f"error: {run_dir / 'checkpoints' / 'last.ckpt'} holds a model of other parameters than "
+        "this command's (net.encoder.proj.bias: 100 there, 32 here): rerun the run with its own "
+        "settings, or give this run another directory"
+    )
+
+
+def test_ctrl_c_in_a_run_says_interrupted_in_one_line(tmp_path):
+    """Lightning ends a run on Ctrl-C with sys.exit(1) after its KeyboardInterrupt: recorded as
+    interrupted, and the process says so in one line, as on SIGTERM."""
+    from longterm.training.record import record_failure
+
+    result = {"run_dir": str(tmp_path), "status": "failed"}
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            sys.exit(1)  # what Lightning's _call_and_handle_interrupt does
+    except SystemExit as lightning_exit:
+        with pytest.raises(SystemExit) as said:
+            record_failure(result, False, {}, lightning_exit, 1.0)
+    assert said.value.code == f"interrupted: {tmp_path / 'result.json'}"
+    assert read_json(tmp_path / "result.json")["status"] == "interrupted"

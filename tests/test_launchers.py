@@ -2,9 +2,21 @@
 each job the same run, with the same files and numbers, as under launcher=local."""
 
 import os
+import signal
 
 import pytest
-from conftest import QUICK, TWO_THRESHOLDS, metrics, read_json, sweep_results, train_py
+from conftest import (
+    LONGER,
+    QUICK,
+    TWO_THRESHOLDS,
+    metrics,
+    quick,
+    read_json,
+    start,
+    sweep_results,
+    train_py,
+    wait_for,
+)
 
 from hydra_plugins.longterm_launcher.parallel_launcher import budget, with_budget
 from longterm.experiments import lr_race
@@ -67,3 +79,39 @@ def test_a_parallel_sweep_is_the_local_sweep_run_side_by_side(two_runs, tmp_path
     assert errors[2] == "error: 2 job(s) of the sweep stopped; each said why above"
     table = out.stdout[out.stdout.index("4 jobs in ") :].splitlines()
     assert len(table) == 3 + 4 and sum("no result" in row for row in table) == 2
+
+
+def test_a_parallel_sweep_stopped_by_sigterm_stops_its_jobs_and_resumes(tmp_path):
+    """`kill` of a launcher=parallel command (three jobs, two at a time): its jobs stop after
+    their batch and record themselves as interrupted, the third never starts, the command says so
+    in one line after its table and leaves no process behind; the same command resumes them."""
+    args = ("-m", "launcher=parallel", "launcher.jobs=2", "lr=1e-5,2e-5,3e-5")
+    args += (*quick("trainer.max_epochs=3", base=LONGER), f"hydra.sweep.dir={tmp_path}")
+    sweep = start(*args)
+    try:
+        # both running jobs into their second epoch
+        wait_for(
+            lambda: (
+                len(list(tmp_path.glob("*/checkpoints/last.ckpt"))) == 2 or sweep.poll() is not None
+            ),
+            "checkpoints",
+        )
+        assert sweep.poll() is None, sweep.stderr.read()
+        sweep.send_signal(signal.SIGTERM)
+        assert sweep.wait(timeout=120) == 1
+    finally:
+        sweep.kill()
+    stderr = sweep.stderr.read()
+    assert "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == (
+        "error: the sweep was stopped by SIGTERM: 2 job(s) interrupted, 1 not started; rerun "
+        "the same command to resume them"
+    )
+    with pytest.raises(ProcessLookupError):  # nothing left in the command's process group
+        os.killpg(sweep.pid, 0)
+    stopped = sweep_results(tmp_path)
+    assert [r["status"] for r in stopped] == ["interrupted"] * 2
+    out = train_py(*args)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("resuming from ") == 2
+    assert [r["status"] for r in sweep_results(tmp_path)] == ["max_epochs"] * 3

@@ -26,10 +26,11 @@ from tensorboard.plugins.hparams import metadata
 
 from longterm.config.command_line import check
 from longterm.config.contract_check import encoder_report, task_report
+from longterm.config.run_dirs import run_params
 from longterm.config.run_names import short_name
 from longterm.config.validate import ConfigError
 from longterm.training.hparams_records import records
-from longterm.training.parts import build_model, run_params
+from longterm.training.parts import build_model
 
 
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):

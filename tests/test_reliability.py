@@ -26,10 +26,11 @@ from conftest import (
     train_py,
     wait_for_file,
 )
+from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
-from longterm.store.continue_run import continue_run
+from longterm.store.continue_run import ContinueError, continue_run
 from longterm.store.run_dir import EVENTS
 from longterm.training.hparams_records import records
 
@@ -135,10 +136,10 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
     assert start.hparams["max_epochs"].number_value == 2
     state = torch.load(two / "checkpoints" / "last.ckpt", weights_only=False)["callbacks"]
     assert str(one) not in str(state) and str(two / "checkpoints") in str(state)
-    with pytest.raises(FileExistsError, match="already holds a run"):
+    with pytest.raises(ContinueError, match="already holds a run"):
         continue_run(one, two)
     (one / "result.json").write_text(json.dumps({"status": "interrupted"}))
-    with pytest.raises(ValueError, match="status 'interrupted': rerun its own command"):
+    with pytest.raises(ContinueError, match="status 'interrupted': rerun its own command"):
         continue_run(one, tmp_path / "three")
 
 
@@ -166,7 +167,9 @@ def test_a_diverging_job_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert (sane["lr"], sane["status"], sane["updates"]) == (1e-3, "max_epochs", 40)
     assert (huge["lr"], huge["status"]) == (1e30, "diverged")
     assert 1 <= huge["diverged_step"] == huge["updates"] < 20  # stopped at once, in epoch 1
-    assert huge["final_acc"] is None or huge["final_acc"] == huge["val_acc_history"][-1]
+    # its NaN weights are neither validated nor saved: no made-up accuracy, no checkpoint
+    assert (huge["final_acc"], huge["best_acc"], huge["val_acc_history"]) == (None, None, [])
+    assert not (tmp_path / "addition-attention-T50-lr1e30-s0" / "checkpoints").exists()
 
 
 def test_two_runs_started_together_get_their_own_directories(tmp_path):
@@ -197,6 +200,7 @@ def test_a_directory_in_use_is_refused(tmp_path):
         "to end, or give this run another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
     )
     assert not (tmp_path / "result.json").exists()
+    assert OmegaConf.load(tmp_path / ".hydra" / "config.yaml").lr == 1e-9  # refused before Hydra
 
 
 def test_a_reader_never_sees_half_a_result(tmp_path):

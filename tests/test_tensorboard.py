@@ -218,7 +218,7 @@ def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
 
 
 def test_the_schema_holds_every_key_a_run_can_have():
-    from longterm.training.parts import run_params  # loads Lightning
+    from longterm.config.run_dirs import run_params
 
     configs = (
         [],
@@ -232,7 +232,7 @@ def test_the_schema_holds_every_key_a_run_can_have():
 
 def test_a_model_s_own_keys_are_among_the_run_s_parameters():
     """An encoder's own keys (the transformer's) by their names, as the task's are."""
-    from longterm.training.parts import run_params  # loads Lightning
+    from longterm.config.run_dirs import run_params
 
     params = run_params(composed("arch=transformer", "model.layers=3"))
     own = {k: params[k] for k in ("heads", "layers", "attn_span", "d_ff", "norm")}

@@ -13,20 +13,15 @@ packs run side by side as under `launcher=parallel` (conf/launcher/packed.yaml).
   lines that are no member's to every member's). Then the pack trains.
 """
 
-import ctypes
 import logging
 import math
-import multiprocessing
 import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
@@ -39,16 +34,13 @@ from hydra_plugins.longterm_launcher.parallel_launcher import (
     budget,
     key_of,
     run_one,
-    thread_environment,
+    side_by_side_jobs,
     usable_cpus,
     with_budget,
 )
 from longterm.choices import AUTO, PACK_MEMBER_KEYS
-from longterm.sweeps.failures import FAILURES
 
 log = logging.getLogger(__name__)
-
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def group_key(overrides: Sequence[str]) -> tuple[str, ...]:
@@ -83,7 +75,8 @@ def resolved(cfg: DictConfig) -> DictConfig:
 
 
 class MemberFiles(logging.Handler):
-    """Each member's records to its own train.log; the pack's other records to every one."""
+    """Each member's records to its own train.log (a record's `member`: its run directory, or a
+    tuple of them); the pack's other records to every one."""
 
     def __init__(self, paths: dict[str, Path], formatter: logging.Formatter | None):
         super().__init__()
@@ -92,9 +85,10 @@ class MemberFiles(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         member = getattr(record, "member", None)
+        members = (member,) if isinstance(member, str) else member
         line = self.format(record) + "\n"
         for name, f in self.files.items():
-            if member is None or member == name:
+            if members is None or name in members:
                 f.write(line)
                 f.flush()
 
@@ -126,7 +120,7 @@ def run_pack(
     config: DictConfig,
     singleton_state: dict[Any, Any],
 ) -> tuple[list[JobReturn], list[str]]:
-    """One pack in a worker (or in this process): each member prepared by Hydra's run_job, then
+    """One pack in a worker process: each member prepared by Hydra's run_job, then
     trained together (longterm.sweeps.pack.train_pack); the JobReturns, and the one-line errors."""
     setup_globals()
     Singleton.set_state(singleton_state)
@@ -149,14 +143,15 @@ def run_pack(
         )
     cfgs = [ret.return_value for ret in returns]
     handler = member_logs(sweep_config, cfgs)
-    from longterm.sweeps.pack import (
-        train_pack,  # torch and Lightning load in the process that trains
-    )
+    # torch and Lightning load in the process that trains
+    from longterm.sweeps.pack import fault, train_pack
     from longterm.training.faults import RunError
 
     errors = []
     try:
         outcomes = train_pack(cfgs)
+    except Exception as e:  # a fault of the code before or around training: every member stops
+        outcomes = fault(e, [Path(cfg.run_dir) for cfg in cfgs])
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
@@ -217,62 +212,6 @@ def plan_packs(
     return packs, alone, size
 
 
-def side_by_side(calls: list[tuple[Callable, tuple]], jobs: int) -> list[Any]:
-    """Each call's result, at most `jobs` at a time, each started as soon as a process is free:
-    in this process when one at a time; else each in a process forked from this one once it has
-    imported torch and Lightning (longterm.sweeps.pack), so that a pack starts at once (a fresh
-    worker, as loky starts them, spends seconds importing them first). A forked child runs its call
-    as it is, nothing pickled; only its result comes back (cloudpickle, as loky sends it: a
-    JobReturn holds Hydra's configs, which the standard pickle refuses). Nothing here has run a
-    parallel torch op, so the children inherit no thread pool."""
-    if jobs == 1:
-        return [call(*args) for call, args in calls]
-    import longterm.sweeps.pack  # noqa: F401
-
-    fork = multiprocessing.get_context("fork")
-    results: list[Any] = [None] * len(calls)
-    running: dict[Any, tuple[int, Any]] = {}  # a child's end of its pipe -> (call, process)
-    waiting = list(enumerate(calls))
-    while waiting or running:
-        while waiting and len(running) < jobs:
-            i, (call, args) = waiting.pop(0)
-            reader, writer = fork.Pipe(duplex=False)
-            child = fork.Process(target=send_result, args=(writer, call, args, os.getpid()))
-            child.start()
-            writer.close()
-            running[reader] = (i, child)
-        for reader in wait(list(running)):
-            i, child = running.pop(reader)
-            try:
-                ok, value = cloudpickle.loads(reader.recv_bytes())
-            except EOFError:  # the child died before it could answer (killed)
-                ok, value = (
-                    False,
-                    ChildProcessError(f"a worker process ended with {child.exitcode}"),
-                )
-            child.join()
-            if not ok:
-                raise value
-            results[i] = value
-    return results
-
-
-def send_result(writer: Any, call: Callable, args: tuple, parent: int) -> None:
-    """Run `call` in a forked child and send back (True, its result) or (False, its exception).
-    The child is sent SIGTERM if the launcher dies (Linux), as a run is when its own process is:
-    each member still training is recorded as interrupted, and the same command resumes it."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the launcher died before the request took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-    try:
-        answer = (True, call(*args))
-    except BaseException as e:  # an interrupted pack's SystemExit too: the parent raises it
-        answer = (False, e)
-    writer.send_bytes(cloudpickle.dumps(answer))
-    writer.close()
-
-
 class PackedLauncher(ParallelLauncher):
     def __init__(
         self, jobs: int | str = AUTO, threads: int | str = AUTO, members: int | str = AUTO
@@ -302,7 +241,7 @@ class PackedLauncher(ParallelLauncher):
         def job(i: int) -> tuple[int, Sequence[str]]:
             return initial_job_idx + i, with_budget(job_overrides[i], jobs, threads)
 
-        calls = [
+        calls: list[tuple[Callable, tuple]] = [
             (run_pack, ([job(i) for i in pack], self.hydra_context, self.config, state))
             for pack in packs
         ] + [
@@ -310,18 +249,10 @@ class PackedLauncher(ParallelLauncher):
             for indices in alone
             for i in indices
         ]
-        order = [i for pack in packs for i in pack] + [i for indices in alone for i in indices]
-        with thread_environment(threads):
-            done = side_by_side(calls, jobs)
-        returns: dict[int, JobReturn] = {}
-        position = 0
-        for result, lines in done:
-            FAILURES.report(*lines)
-            for ret in result if isinstance(result, list) else [result]:
-                returns[order[position]] = ret
-                position += 1
+        units = [*packs, *([i] for indices in alone for i in indices)]
+        returns = side_by_side_jobs(calls, units, job_overrides, initial_job_idx, jobs, threads)
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
-        return [returns[i] for i in range(len(job_overrides))]
+        return returns
 
 
 @dataclass

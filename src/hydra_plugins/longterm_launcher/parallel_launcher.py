@@ -1,26 +1,28 @@
 """`launcher=parallel`: the jobs of a multirun side by side on this machine, at most `jobs` at a
 time, each with `threads` CPU threads (conf/launcher/parallel.yaml).
 
-An engine that exists does the work: hydra-joblib-launcher runs each job through Hydra's
-`run_job` in a loky worker process, so a job writes its run directory, logs and result.json as
-under `launcher=local`, and its lines reach this terminal. This subclass adds what a sweep of
-training runs needs on top:
+Each job runs through Hydra's `run_job` (hydra-joblib-launcher's `execute_job`) in a process
+forked from this one (processes.py), so a job writes its run directory, logs and result.json as
+under `launcher=local`, and its lines reach this terminal. On top of that:
 - a budget: `auto` jobs fill the CPUs this process may use (os.sched_getaffinity), one per CPU
   or `threads` CPUs each, never more than the sweep has, and `auto` threads split those CPUs
   evenly between the jobs that run at once;
 - the budget reaches each job as its overrides `launcher.jobs=N launcher.threads=K` (left out of
   the job's name, conf/hydra/default.yaml), where longterm.training.run sets torch's and OpenMP's
   threads and gives the job its share of the memory; the workers also start with OMP_NUM_THREADS=K;
-- a job that stopped with a one-line error (src/train.py) is counted in this process, so the sweep
-  ends with its table and exits non-zero as under `launcher=local`
-  (longterm.sweeps.multirun.JobsTable).
+- a job that stopped with a one-line error (src/train.py), or whose process ended without its
+  result, is counted in this process, so the sweep ends with its table and exits non-zero as
+  under `launcher=local` (longterm.sweeps.multirun.JobsTable);
+- a sweep stopped by a signal stops its jobs, records them as interrupted, says so in one line
+  and leaves no process behind (processes.py); the same command resumes it.
 
 On a GPU the jobs share the device: several small runs keep it busier than one.
 """
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +30,12 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, configure_log, setup_globals
+from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from hydra_plugins.hydra_joblib_launcher._core import execute_job
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
-from joblib import Parallel, delayed
 
+# the module, not its names: Hydra's plugin scan executes it again in place, making new classes
+from hydra_plugins.longterm_launcher import processes
 from longterm.choices import AUTO
 from longterm.sweeps.failures import FAILURES
 
@@ -90,6 +93,78 @@ def run_one(*args: Any) -> tuple[JobReturn, list[str]]:
     return ret, FAILURES.since(before)
 
 
+def job_label(indices: list[int], job_overrides: Sequence[Sequence[str]], first: int) -> str:
+    """`job #3 (lr=1e-3 seed=1)`, or `jobs #3, #4 (a pack)`, as Hydra numbers them."""
+    if len(indices) == 1:
+        i = indices[0]
+        return f"job #{first + i} ({' '.join(job_overrides[i])})"
+    return f"jobs {', '.join(f'#{first + i}' for i in indices)} (a pack)"
+
+
+def reason(error: BaseException) -> str:
+    """Why a job ended without its result, in one line."""
+    if isinstance(error, SystemExit | ChildProcessError):
+        return str(error)
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {first}"
+
+
+def report(line: str) -> None:
+    """A job's line on the terminal, and counted for the sweep's end (sweeps/failures.py)."""
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    FAILURES.report(line)
+
+
+def settled(ret: JobReturn, label: str) -> JobReturn:
+    """`ret`, a job that raised (past src/train.py) said in one line and counted as stopped, so
+    that the sweep still ends with its table."""
+    if ret.status == JobStatus.FAILED:
+        report(f"{label} failed: {reason(ret._return_value)}")  # its getter raises it
+        ret.status, ret.return_value = JobStatus.COMPLETED, None
+    return ret
+
+
+def side_by_side_jobs(
+    calls: list[tuple[Callable, tuple]],
+    units: list[list[int]],
+    job_overrides: Sequence[Sequence[str]],
+    first: int,
+    jobs: int,
+    threads: int,
+) -> list[JobReturn]:
+    """Run `calls` side by side (processes.side_by_side), `units[k]` the jobs (their indices in
+    `job_overrides`) that call k runs; each job's JobReturn. A job that ended without its result
+    is said in one line; a stopped sweep is recorded as such (sweeps/failures.py)."""
+    stop = processes.Stop()
+    with thread_environment(threads), stop.installed():
+        done = processes.side_by_side(calls, jobs, stop)
+    returns: dict[int, JobReturn] = {}
+    interrupted = not_started = 0
+    for result, unit in zip(done, units, strict=True):
+        label = job_label(unit, job_overrides, first)
+        if isinstance(result, processes.Unfinished):
+            for i in unit:
+                returns[i] = JobReturn(overrides=list(job_overrides[i]), status=JobStatus.COMPLETED)
+            if result.error is None:
+                not_started += len(unit)
+            elif stop:
+                interrupted += len(unit)
+            else:
+                them = "them" if len(unit) > 1 else "it"
+                report(
+                    f"{label} ended without its result: {reason(result.error)}; rerun the "
+                    f"same command to resume {them}"
+                )
+            continue
+        value, lines = result
+        FAILURES.report(*lines)
+        for i, ret in zip(unit, value if isinstance(value, list) else [value], strict=True):
+            returns[i] = settled(ret, job_label([i], job_overrides, first))
+    if stop:
+        FAILURES.stopped(stop.name, interrupted, not_started)
+    return [returns[i] for i in range(len(job_overrides))]
+
+
 class ParallelLauncher(JoblibLauncher):
     def __init__(self, jobs: int | str = AUTO, threads: int | str = AUTO) -> None:
         super().__init__()
@@ -115,22 +190,22 @@ class ParallelLauncher(JoblibLauncher):
             f"({cpus} CPUs): {sweep_dir}"
         )
         state = Singleton.get_state()
-        with thread_environment(threads):
-            # one job per dispatch: jobs are long, and each should start as soon as a worker frees
-            done = Parallel(n_jobs=jobs, backend="loky", batch_size=1)(
-                delayed(run_one)(
+        calls: list[tuple[Callable, tuple]] = [
+            (
+                run_one,
+                (
                     initial_job_idx + i,
                     with_budget(overrides, jobs, threads),
                     self.hydra_context,
                     self.config,
                     self.task_function,
                     state,
-                )
-                for i, overrides in enumerate(job_overrides)
+                ),
             )
-        for _, lines in done:
-            FAILURES.report(*lines)
-        return [ret for ret, _ in done]
+            for i, overrides in enumerate(job_overrides)
+        ]
+        units = [[i] for i in range(len(job_overrides))]
+        return side_by_side_jobs(calls, units, job_overrides, initial_job_idx, jobs, threads)
 
 
 @dataclass

@@ -19,8 +19,8 @@ from hydra.core.config_store import ConfigStore
 from hydra.types import HydraContext, RunMode, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from longterm.config.compositions import Compositions
-from longterm.config.hydra_internals import basic_sweeper, get_overrides_dirname
+from longterm.config.compositions import Compositions, with_job_section
+from longterm.config.hydra_internals import basic_sweeper
 
 # read when Hydra's plugin scan executes this module: the classes the scan has just made
 BasicSweeper, BasicSweeperConf = basic_sweeper.BasicSweeper, basic_sweeper.BasicSweeperConf
@@ -55,16 +55,7 @@ class SharedCompositions(ConfigLoader):
         compositions = self.compositions(master_config.hydra.job.config_name)
         overrides = [*OmegaConf.to_container(master_config.hydra.overrides.hydra), *sweep_overrides]
         parsed = compositions.parse(overrides)
-        cfg = compositions.composed(parsed)
-        app = [o for o in parsed if not o.is_hydra_override()]
-        dirname = cfg.hydra.job.config.override_dirname
-        cfg.hydra.overrides.task = [o.input_line for o in app]
-        cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=app,
-            exclude_keys=list(dirname.exclude_keys),
-            item_sep=dirname.item_sep,
-            kv_sep=dirname.kv_sep,
-        )
+        cfg = with_job_section(compositions.composed(parsed), parsed)
         OmegaConf.copy_cache(from_config=master_config, to_config=cfg)
         return cfg
 

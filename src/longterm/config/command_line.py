@@ -24,7 +24,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from longterm.config import run_names  # noqa: F401  registers the resolvers naming run dirs
 from longterm.config.builtins import builtin_path
-from longterm.config.compositions import Compositions
+from longterm.config.compositions import Compositions, with_job_section
 from longterm.config.hydra_internals import start_hydra
 from longterm.config.machine_checks import (
     check_accelerator,
@@ -32,7 +32,9 @@ from longterm.config.machine_checks import (
     check_trainer_keys,
     warn_without_accounting,
 )
+from longterm.config.run_dirs import job_run_dir, other_settings
 from longterm.config.validate import ConfigError, validate
+from longterm.store.run_dir import RunDirError, holder, in_use
 
 HYDRA_FLAGS = ("-m", "--multirun")
 # Flags with a value that change what is composed; the others (--cfg, --help, ...) print
@@ -225,11 +227,34 @@ def compositions(config_name: str) -> Compositions:
     )
 
 
+def job_composed(composing: Compositions, overrides: list[str]) -> DictConfig:
+    """A job's config with Hydra's section as a launcher gives it to the job (its overrides, by
+    which its directory is named)."""
+    parsed = composing.parse(overrides)
+    return with_job_section(composing.composed(parsed), parsed)
+
+
+def check_run_dir(job: DictConfig, run_dir: Path) -> None:
+    """ConfigError when `run_dir` is in use by a live process (store/run_dir.py: its lock), or
+    holds a run of other settings than `job`'s (config/run_dirs.py), before Hydra writes anything
+    there."""
+    who = holder(run_dir)
+    if who is not None:
+        raise ConfigError(in_use(run_dir, who))
+    try:
+        conflict = other_settings(job, run_dir)
+    except RunDirError as e:
+        raise ConfigError(str(e)) from None
+    if conflict is not None:
+        raise ConfigError(conflict)
+
+
 def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None:
-    """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, or its
-    output directory cannot be made. Warn (one line) when a sweep sent to SLURM could wait for
-    ever on a lost job (warn_without_accounting). `--config-dir` and `--config-name` are read as
-    Hydra reads them; a command line with another flag (--help, --cfg) is left to Hydra."""
+    """Raise ConfigError (one line) if any job that `argv` would launch has a bad config, its
+    output directory cannot be made, or its run directory is in use or holds a run of other
+    settings. Warn (one line) when a sweep sent to SLURM could wait for ever on a lost job
+    (warn_without_accounting). `--config-dir` and `--config-name` are read as Hydra reads them;
+    a command line with another flag (--help, --cfg) is left to Hydra."""
     line = parse(argv)
     if line is None:
         return
@@ -243,15 +268,16 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             multirun = line.multirun or params is not None
             check_output_dir(cfg, multirun)  # before composing every job of a large grid
             composing_jobs = compositions(config_name)
-            jobs = [
-                job_config(config_name, j, cfg if j == first else composing_jobs(j))
-                for j in job_overrides(overrides, params)
-            ]
+            every = job_overrides(overrides, params)
+            with_hydra = [cfg if j == first else job_composed(composing_jobs, j) for j in every]
+            jobs = [job_config(config_name, j, c) for j, c in zip(every, with_hydra, strict=True)]
             for job in jobs:
                 validate(job)
             for job in jobs:
                 check_trainer_keys(job)
                 check_accelerator(job)
+            for job, full in zip(jobs, with_hydra, strict=True):
+                check_run_dir(job, job_run_dir(full, multirun))
             if multirun:
                 warn_without_accounting(jobs)
     except (HydraException, OmegaConfBaseException) as e:

@@ -18,7 +18,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig
 
-from longterm.config.hydra_internals import apply_values
+from longterm.config.hydra_internals import apply_values, get_overrides_dirname
 
 
 class Compositions:
@@ -61,3 +61,19 @@ class Compositions:
         cfg = self.by_choices[choices].copy()  # a deep copy (DictConfig.__copy__)
         apply_values(values, cfg)
         return cfg
+
+
+def with_job_section(cfg: DictConfig, parsed: list[Override]) -> DictConfig:
+    """`cfg` (composed from the overrides `parsed`) with the part of Hydra's section that a
+    launcher writes for the job, as Hydra writes it: `hydra.overrides.task` and
+    `hydra.job.override_dirname`, from which the job's directory is named."""
+    app = [o for o in parsed if not o.is_hydra_override()]
+    dirname = cfg.hydra.job.config.override_dirname
+    cfg.hydra.overrides.task = [o.input_line for o in app]
+    cfg.hydra.job.override_dirname = get_overrides_dirname(
+        overrides=app,
+        exclude_keys=list(dirname.exclude_keys),
+        item_sep=dirname.item_sep,
+        kv_sep=dirname.kv_sep,
+    )
+    return cfg

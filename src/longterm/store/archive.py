@@ -37,9 +37,9 @@ from pathlib import Path
 
 import torch
 
-from longterm.store.checkpoints import relocate
-from longterm.store.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD, read_result
-from longterm.store.run_dir import CHECKPOINTS, event_files
+from longterm.store.checkpoints import UnsafeCheckpointError, load_checkpoint, relocate
+from longterm.store.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD
+from longterm.store.run_dir import CHECKPOINTS, RunDirError, event_files, run_record
 
 ARCHIVE = Path("runs")
 OUTPUTS = Path("outputs")
@@ -87,7 +87,7 @@ def kept_files(sweep: Path) -> Iterator[Path]:
         if (sweep / name).exists():
             yield sweep / name
     runs = run_dirs(sweep)
-    results = [read_result(run) for run in runs]
+    results = [run_record(run) for run in runs]  # RunDirError for one that cannot be read
     for run, result in zip(runs, results, strict=True):
         yield from (run / name for name in RUN_FILES if (run / name).exists())
         yield from event_files(run)
@@ -103,7 +103,7 @@ def size_mb(root: Path) -> float:
 def same_training(a: Path, b: Path) -> bool:
     """Whether two checkpoints hold one training state: the same step, epoch and weights (`get`
     rewrites only the paths a checkpoint's callbacks recorded)."""
-    x, y = (torch.load(p, map_location="cpu", weights_only=False) for p in (a, b))
+    x, y = (load_checkpoint(p) for p in (a, b))
     wx, wy = x["state_dict"], y["state_dict"]
     return (
         (x["global_step"], x["epoch"]) == (y["global_step"], y["epoch"])
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for sweep in a.sweeps:
                 print(f"{sweep} -> {get(sweep, a.into)}")
-    except ArchiveError as e:
+    except (ArchiveError, RunDirError, UnsafeCheckpointError) as e:
         print(f"archive: {e}", file=sys.stderr)
         return 2
     return 0

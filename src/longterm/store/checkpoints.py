@@ -1,15 +1,44 @@
 """What a Lightning checkpoint records of its run: the updates it stands at, and the paths of its
 run directory, which its checkpoint callbacks keep and which are moved when a run's checkpoints
-are copied to another directory (store/continue_run.py, store/archive.py)."""
+are copied to another directory (store/continue_run.py, store/archive.py).
 
+Every checkpoint is loaded as tensors and plain values only (`torch.load(weights_only=True)`),
+which is all a checkpoint written here holds: a file that carries anything else, a pickled
+callable that unpickling would run, is refused (UnsafeCheckpointError) and nothing in it runs.
+"""
+
+import pickle
+import re
 from pathlib import Path
+from typing import Any
 
 import torch
 
 
+class UnsafeCheckpointError(RuntimeError):
+    """A checkpoint that holds objects whose loading would run code; the message is one line."""
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The contents of the checkpoint at `path`, on the CPU; UnsafeCheckpointError when it holds
+    more than tensors and plain values."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        if "Weights only load failed" not in str(e):
+            raise
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
+        what = f"a pickled {found.group(1)}" if found else "a pickled object"
+        raise UnsafeCheckpointError(
+            f"{path} is refused: it holds {what}, which loading would run, and no checkpoint "
+            "written here holds such a thing; nothing in it was run: remove it, or put the "
+            "run's own checkpoint in its place"
+        ) from None
+
+
 def checkpoint_step(path: str | Path) -> int:
     """The number of optimiser updates stored in a Lightning checkpoint."""
-    return int(torch.load(path, map_location="cpu", weights_only=True)["global_step"])
+    return int(load_checkpoint(path)["global_step"])
 
 
 def moved(value: object, old: str, new: str) -> object:
@@ -25,7 +54,7 @@ def relocate(checkpoint: Path, target: Path, run_dir: Path) -> None:
     """Write `checkpoint` to `target` with the paths its callbacks recorded moved from the run
     directory they were written in (recorded in the checkpoint: the parent of each callback's
     `dirpath`) to `run_dir`; the source may be an archived copy (store/archive.py)."""
-    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    state = load_checkpoint(checkpoint)
     callbacks = state["callbacks"]
     for old in {str(Path(v["dirpath"]).parent) for v in callbacks.values() if "dirpath" in v}:
         callbacks = moved(callbacks, old, str(run_dir.resolve()))

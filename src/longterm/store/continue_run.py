@@ -17,27 +17,57 @@ longterm.store.archive).
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
-from longterm.store.checkpoints import relocate
-from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
-from longterm.store.run_dir import CHECKPOINTS, event_files
+from longterm.store.checkpoints import UnsafeCheckpointError, relocate
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE
+from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder, run_record
+
+
+class ContinueError(RuntimeError):
+    """A run that cannot be continued, or a directory it cannot be continued into; one line."""
+
+
+def finished_status(old: Path) -> str:
+    """The status of the finished run in `old`; ContinueError for a run in use, not finished, or
+    not there."""
+    if not old.is_dir():
+        raise ContinueError(f"{old} is not a run directory")
+    who = holder(old)
+    if who is not None:
+        raise ContinueError(f"{old} is in use by {who}: wait for it to end, then continue it")
+    try:
+        result = run_record(old)
+    except RunDirError as e:
+        raise ContinueError(str(e)) from None
+    if result is None:
+        raise ContinueError(
+            f"{old} holds no finished run (no {RESULT_FILE}: stopped before it ended): rerun its "
+            "own command to finish it"
+        )
+    status = result.get("status")
+    if status not in FINAL_STATUSES:
+        raise ContinueError(f"{old} has status {status!r}: rerun its own command to resume it")
+    return status
 
 
 def continue_run(old: str | Path, new: str | Path) -> Path:
-    """Copy `old`'s checkpoints and events into `new`; return `new`. `new` must hold no run."""
+    """Copy `old`'s checkpoints and events into `new`; return `new`. `old` must hold a finished
+    run that no process holds, `new` no run (it is held while the copy is made)."""
     old, new = Path(old).resolve(), Path(new).resolve()
-    status = read_result(old).get("status")
-    if status not in FINAL_STATUSES:
-        raise ValueError(f"{old} has status {status!r}: rerun its own command to resume it")
+    finished_status(old)
     if (new / CHECKPOINTS).exists() or (new / RESULT_FILE).exists():
-        raise FileExistsError(f"{new} already holds a run")
-    new.mkdir(parents=True, exist_ok=True)
-    for path in event_files(old):
-        shutil.copy2(path, new / path.name)
-    (new / CHECKPOINTS).mkdir()
-    for path in sorted((old / CHECKPOINTS).glob("*.ckpt")):
-        relocate(path, new / CHECKPOINTS / path.name, new)
+        raise ContinueError(f"{new} already holds a run")
+    try:
+        with claim(new):
+            for path in event_files(old):
+                shutil.copy2(path, new / path.name)
+            (new / CHECKPOINTS).mkdir()
+            for path in sorted((old / CHECKPOINTS).glob("*.ckpt")):
+                relocate(path, new / CHECKPOINTS / path.name, new)
+    except (RunDirError, UnsafeCheckpointError) as e:
+        raise ContinueError(str(e)) from None
     return new
 
 
@@ -46,7 +76,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("old", help="a finished run's directory")
     p.add_argument("new", help="the directory of the command with the larger trainer.max_epochs")
     a = p.parse_args(argv)
-    print(f"copied into {continue_run(a.old, a.new)}: run the command with the larger limit")
+    try:
+        new = continue_run(a.old, a.new)
+    except (ContinueError, OSError) as e:
+        sys.exit(f"error: {e}")
+    print(f"copied into {new}: run the command with the larger limit")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ EVENTS = "events.out.tfevents.*"
 
 
 class RunDirError(RuntimeError):
-    """A run directory held by another live process, or by a run of other settings."""
+    """A run directory held by another live process, by a run of other settings, or with a
+    record that cannot be read; the message is one line."""
 
 
 @contextmanager
@@ -39,11 +40,7 @@ def claim(run_dir: str | Path) -> Iterator[Path]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
-            raise RunDirError(
-                f"{run_dir} is in use by {holder}: wait for it to end, or give this run "
-                "another directory (hydra.run.dir=... or hydra.sweep.dir=...)"
-            ) from None
+            raise RunDirError(in_use(run_dir, lock_holder(fd))) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
         yield path
@@ -51,12 +48,57 @@ def claim(run_dir: str | Path) -> Iterator[Path]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
+def lock_holder(fd: int) -> str:
+    """Who holds the lock open at `fd`, as its holder wrote it ("pid N on host")."""
+    return os.pread(fd, 200, 0).decode(errors="replace").strip() or "another process"
+
+
+def in_use(run_dir: str | Path, holder: str) -> str:
+    return (
+        f"{run_dir} is in use by {holder}: wait for it to end, or give this run another "
+        "directory (hydra.run.dir=... or hydra.sweep.dir=...)"
+    )
+
+
+def holder(run_dir: str | Path) -> str | None:
+    """Who holds `run_dir` now ("pid N on host"), or None when no live process does; takes
+    nothing and writes nothing (the directory may be an archived, read-only one)."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file: never run here, or an archived copy
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return lock_holder(fd)
+    finally:
+        os.close(fd)
+    return None
+
+
+def run_record(run_dir: str | Path) -> dict[str, Any] | None:
+    """The result.json of the run in `run_dir` (None without one); RunDirError, one line, for
+    one that cannot be read (cut short by a full disk on a system without atomic renames, or
+    edited by hand)."""
+    path = Path(run_dir) / RESULT_FILE
+    if not path.is_file():
+        return None
+    try:
+        result = read_result(run_dir)
+    except (OSError, ValueError) as e:
+        raise RunDirError(
+            f"{path} cannot be read ({e}): move it away, and the same command resumes the run "
+            "from its last checkpoint"
+        ) from None
+    if not isinstance(result, dict):
+        raise RunDirError(f"{path} is not a run's record: move it away")
+    return result
+
+
 def finished(run_dir: str | Path) -> dict[str, Any] | None:
     """The result of a completed run in `run_dir` (status in FINAL_STATUSES), else None."""
-    if not (Path(run_dir) / RESULT_FILE).exists():
-        return None
-    result = read_result(run_dir)
-    return result if result.get("status") in FINAL_STATUSES else None
+    result = run_record(run_dir)
+    return result if result is not None and result.get("status") in FINAL_STATUSES else None
 
 
 def event_files(run_dir: str | Path) -> list[Path]:

@@ -5,7 +5,8 @@ ends with its table and then non-zero (sweeps/multirun.py: JobsTable).
 Hydra runs a local sweep's jobs and its end-of-sweep callbacks in one process, and the launchers
 that run jobs elsewhere (parallel workers, packs, SLURM) hand each job's lines back to that
 process; so the channel lives in the process that launched the sweep. `report` adds a job's
-line; a launcher's worker takes the lines its job added with `mark` and `since`.
+line; a launcher's worker takes the lines its job added with `mark` and `since`. A launcher that
+was stopped by a signal says so with `stopped` (hydra_plugins/longterm_launcher/processes.py).
 """
 
 
@@ -14,6 +15,8 @@ class Failures:
 
     def __init__(self) -> None:
         self._lines: list[str] = []
+        self.signal: str | None = None  # the signal that stopped the sweep
+        self.interrupted = self.not_started = 0  # its jobs then running, and not yet started
 
     def report(self, *lines: str) -> None:
         self._lines.extend(lines)
@@ -27,6 +30,24 @@ class Failures:
 
     def __len__(self) -> int:
         return len(self._lines)
+
+    def stopped(self, signal: str, interrupted: int, not_started: int) -> None:
+        """The sweep was stopped by `signal`: its running jobs interrupted, the others not
+        started."""
+        self.signal = signal
+        self.interrupted += interrupted
+        self.not_started += not_started
+
+    def verdict(self) -> str | None:
+        """The line the sweep ends with when not every job ended (None when every one did)."""
+        stopped = f"{len(self)} job(s) of the sweep stopped; each said why above"
+        if self.signal is None:
+            return stopped if self else None
+        line = (
+            f"the sweep was stopped by {self.signal}: {self.interrupted} job(s) interrupted, "
+            f"{self.not_started} not started; rerun the same command to resume them"
+        )
+        return f"{line}; and {stopped}" if self else line
 
 
 FAILURES = Failures()  # this process's sweep

@@ -4,9 +4,8 @@ pack's loop and ends each member when it stops.
 
 A member stops on its own while the others go on:
 - solved, or at its own `trainer.max_epochs` (lr_race's cap): at the end of the epoch, as alone;
-- diverged in mid-epoch: it trains no more and, as alone, is validated at once (its own pass over
-  the same validation batches), its epoch-end callbacks run and it ends. Its checkpoints then
-  hold the pack's loop counters at that batch; the run is final and never resumed.
+- diverged in mid-epoch: it trains no more and, as alone, its weights are neither validated nor
+  saved (callbacks.StopOnDivergence); its epoch-end callbacks run and it ends.
 """
 
 import time
@@ -22,7 +21,7 @@ from omegaconf import DictConfig
 from pytorch_lightning.loggers import Logger
 from torch import Tensor
 
-from longterm.sweeps.pack_module import PackData, PackModule
+from longterm.sweeps.pack_module import PackModule
 from longterm.training.library_internals import (
     call_hooks,
     logs_now,
@@ -117,8 +116,8 @@ class MemberHooks(L.Callback):
     """Drives each member's own callbacks from the pack's loop, with the member's Trainer and
     module, and ends each member when it stops (see the module docstring)."""
 
-    def __init__(self, members: list[Member], module: PackModule, data: PackData):
-        self.members, self.module, self.data = members, module, data
+    def __init__(self, members: list[Member], module: PackModule):
+        self.members, self.module = members, module
         self.epoch_started = time.perf_counter()
 
     def training(self) -> list[Member]:
@@ -211,45 +210,20 @@ class MemberHooks(L.Callback):
 
     def halt(self, trainer: L.Trainer, member: Member, loss: Tensor) -> None:
         """A member that stopped in mid-epoch (diverged): as alone, its training loss of this
-        update is logged, it is validated at once, its epoch-end callbacks run, and it ends."""
+        update is logged, its weights are not validated (callbacks.StopOnDivergence), its
+        epoch-end callbacks run, and it ends."""
         self.module.active.remove(member.index)
         self.module.activity_changed()
-        step = updates_done(trainer)
-        metrics = {"train/loss": loss.detach(), **self.validate(member)}
         if member.logger:
-            member.logger.log_metrics({k: float(v) for k, v in metrics.items()}, step)
-        set_callback_metrics(member.trainer, metrics)
-        for hook in (
-            "on_validation_start",
-            "on_validation_epoch_start",
-            "on_validation_epoch_end",
-            "on_validation_end",
-            "on_train_epoch_end",
-        ):
-            call_hooks(member.trainer, hook)
+            member.logger.log_metrics({"train/loss": float(loss)}, updates_done(trainer))
+        set_callback_metrics(member.trainer, {"train/loss": loss.detach()})
+        call_hooks(member.trainer, "on_train_epoch_end")
         self.show([member], trainer.current_epoch + 1)
         member.epochs = trainer.current_epoch + 1  # the run alone counts the epoch it ended in
         member.state = ENDING
         self.end(trainer, member)
         if not self.module.active:
             trainer.should_stop = True
-
-    @torch.no_grad()
-    def validate(self, member: Member) -> dict[str, Tensor]:
-        """One member's validation, as Lightning's loop computes it: the accuracy metric over the
-        set, and the loss's mean weighted by batch size (its _ResultMetric)."""
-        module = member.module
-        module.eval()
-        total, count = torch.tensor(0.0), torch.tensor(0)
-        for batch in self.data.streams[member.stream].validation:
-            batch = tuple(t.to(module.device) for t in batch)
-            loss = module.val_metrics(batch)["val/loss"]
-            n = len(batch[1])
-            total, count = total + loss.mean().cpu() * n, count + n
-        acc = module.val_acc.compute()
-        module.val_acc.reset()
-        module.train()
-        return {"val/loss": total / count, "val/acc": acc}
 
     def show(self, members: list[Member], epoch: int) -> None:
         """A member's line per epoch, as a run alone shows without a terminal (terminal.py)."""

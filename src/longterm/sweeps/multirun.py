@@ -20,8 +20,8 @@ from longterm.store.records import (
     append_record,
     git_commit,
     now,
-    read_result,
 )
+from longterm.store.run_dir import RunDirError, run_record
 from longterm.sweeps.failures import FAILURES
 
 
@@ -29,14 +29,19 @@ def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:
     """A row per job directory (one holding Hydra's `.hydra/`), in name order."""
     rows = []
     for job in sorted(p for p in sweep_dir.iterdir() if (p / ".hydra").is_dir()):
-        result = read_result(job) if (job / RESULT_FILE).exists() else {}
+        try:
+            result = run_record(job) or {}
+        except RunDirError:
+            result = {"status": f"unreadable {RESULT_FILE}"}
         best = result.get("best_acc")
         rows.append(
             {
                 "job": job.name,
                 "status": result.get("status", "no result"),
                 "best val/acc": "" if best is None else f"{best:.4f}",
-                "epochs": f"{result['epochs']}/{result['max_epochs']}" if result else "",
+                "epochs": f"{result['epochs']}/{result['max_epochs']}"
+                if "epochs" in result
+                else "",
             }
         )
     return rows
@@ -54,8 +59,9 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
-        if FAILURES:
-            sys.exit(f"error: {len(FAILURES)} job(s) of the sweep stopped; each said why above")
+        verdict = FAILURES.verdict()
+        if verdict is not None:
+            sys.exit(f"error: {verdict}")
 
 
 def command(config: DictConfig) -> str:

@@ -31,6 +31,7 @@ The pack's Lightning objects are in sweeps/pack_module.py, its members' in sweep
 """
 
 import logging
+import os
 import tempfile
 import time
 from collections import defaultdict
@@ -45,11 +46,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from longterm.choices import AUTO, FUSED_ENCODER, PAPER_READOUTS
 from longterm.config.validate import ConfigError, validate
+from longterm.store.checkpoints import load_checkpoint
 from longterm.store.run_dir import claim
 from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
 from longterm.sweeps.pack_module import OwnTensors, PackData, PackModule, PackOptimizer
 from longterm.training.callbacks import DeferSignal
-from longterm.training.faults import RunError, explain
+from longterm.training.faults import RunError, RunFailed, explain, failure_line
 from longterm.training.library_internals import attach_unfitted, load_callback_states
 from longterm.training.parts import (
     assemble,
@@ -64,6 +66,7 @@ from longterm.training.run import already_finished
 
 log = logging.getLogger(__name__)
 
+LOG_FILE = "train.log"  # each member's log (packed_launcher.member_logs): Hydra's, of src/train.py
 RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 
 
@@ -96,9 +99,7 @@ def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
                 outcomes[i] = e if isinstance(e, RunError) else RunError(str(e))
             except Exception as e:
                 line = explain(e, run_dir, saved_checkpoint(run_dir))
-                if line is None:
-                    raise
-                outcomes[i] = RunError(line)
+                outcomes[i] = RunError(line) if line is not None else fault(e, [run_dir])[0]
         by_step: dict[int | None, list[tuple[int, Member]]] = defaultdict(list)
         for i, member in members:
             by_step[member.resumed_at].append((i, member))
@@ -163,7 +164,7 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     for member in members:  # a stacked member's tensors are views: saved as their own
         member.trainer.callbacks.append(OwnTensors())
     module.optimizer = PackOptimizer([m.optimizer for m in members], module)
-    hooks = MemberHooks(members, module, data)
+    hooks = MemberHooks(members, module)
     pack_level = [c for c in run_callbacks(first) if isinstance(c, DeferSignal)]
     trainer = run_trainer(
         first,
@@ -183,7 +184,7 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     with tempfile.TemporaryDirectory(prefix="pack-") as where:
         ckpt = None if members[0].ckpt is None else restore(members, module, Path(where))
         try:
-            trainer.fit(module, datamodule=data, ckpt_path=ckpt)
+            trainer.fit(module, datamodule=data, ckpt_path=ckpt, weights_only=True)
         except BaseException as e:
             return record_pack_failure(members, trainer, e, time.perf_counter() - started)
     for member in members:  # none is left unended: MemberHooks.on_train_end ends the rest
@@ -195,7 +196,7 @@ def restore(members: list[Member], module: PackModule, where: Path) -> Path:
     """Load each member's own last checkpoint into its callbacks, and write the pack's (the
     members' weights and optimizer states, the loop's counters, the same in each) for
     `Trainer.fit(ckpt_path=...)`; return its path."""
-    loaded = [torch.load(m.ckpt, map_location="cpu", weights_only=False) for m in members]
+    loaded = [load_checkpoint(m.ckpt) for m in members]
     for member, ckpt in zip(members, loaded, strict=True):
         load_callback_states(member.trainer, ckpt)
     pack = dict(loaded[0])
@@ -230,7 +231,21 @@ def record_pack_failure(
             exit_ = exit_ or e
     if exit_ is not None:
         raise exit_ from error
-    line = explain(error, members[0].run_dir, saved_checkpoint(members[0].run_dir))
-    if line is None or not isinstance(error, Exception):
+    if not isinstance(error, Exception):
         raise error
-    return [m.result if m.state == ENDED else RunError(line) for m in members]
+    line = explain(error, members[0].run_dir, saved_checkpoint(members[0].run_dir))
+    stopped = [m for m in members if m.state != ENDED]
+    lines = [RunError(line)] * len(stopped) if line else fault(error, [m.run_dir for m in stopped])
+    failed = dict(zip(stopped, lines, strict=True))
+    return [failed.get(m, m.result) for m in members]
+
+
+def fault(error: Exception, run_dirs: list[Path]) -> list[RunFailed]:
+    """The lines of the runs of `run_dirs` that a fault of the code stopped (a plugin's, say),
+    its traceback logged once, on the console and in each run's train.log (the launcher's
+    handler, packed_launcher.MemberFiles); the other runs and packs go on."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise error
+    members = tuple(str(d) for d in run_dirs)
+    log.error(f"{type(error).__name__} in a pack", exc_info=error, extra={"member": members})
+    return [RunFailed(failure_line(error, d, d / LOG_FILE)) for d in run_dirs]

@@ -11,6 +11,7 @@ import pytorch_lightning as L
 import torch
 
 from longterm.choices import AUTO
+from longterm.training.library_internals import skip_validation
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,17 @@ class StopOnDivergence(L.Callback):
 
     Lightning's EarlyStopping(check_finite=True) only looks at a validation metric once an epoch,
     and never at the parameters. Reading a device's result on the host waits for the device to
-    finish its queue, so the check runs every `every_n_updates` updates, and at the end of each
-    epoch: `auto` is 1 on the CPU (where the check costs a few microseconds and no wait) and, on
-    an accelerator, the Trainer's `log_every_n_steps`, the updates at which Lightning reads the
-    logged loss anyway. Between checks each update's loss is folded into a flag on the device,
-    which waits for nothing, so a non-finite loss is not missed; a non-finite parameter stays
-    non-finite. `diverged_step` is the run's `global_step` at the check that saw it: at most
-    `every_n_updates - 1` updates after the update that diverged.
+    finish its queue, so the check runs every `every_n_updates` updates, and at the last update of
+    each epoch, before its validation: `auto` is 1 on the CPU (where the check costs a few
+    microseconds and no wait) and, on an accelerator, the Trainer's `log_every_n_steps`, the
+    updates at which Lightning reads the logged loss anyway. Between checks each update's loss is
+    folded into a flag on the device, which waits for nothing, so a non-finite loss is not missed;
+    a non-finite parameter stays non-finite. `diverged_step` is the run's `global_step` at the
+    check that saw it: at most `every_n_updates - 1` updates after the update that diverged.
+
+    A diverged run keeps what was measured before: the validation Lightning would run on its
+    weights is skipped (`skip_validation`) and its checkpoint callbacks save nothing more, so
+    `best.ckpt` and `last.ckpt` hold the last finite weights (or are not written at all).
     """
 
     def __init__(self, every_n_updates: int | str = AUTO):
@@ -80,7 +85,8 @@ class StopOnDivergence(L.Callback):
         if loss is not None:
             finite = torch.isfinite(loss.detach()).all()
             self.loss_finite = finite if self.loss_finite is None else self.loss_finite & finite
-        if trainer.global_step % self.interval(trainer, pl_module) == 0:
+        last = batch_idx + 1 >= trainer.num_training_batches  # validation follows
+        if last or trainer.global_step % self.interval(trainer, pl_module) == 0:
             self.check(trainer, pl_module)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
@@ -95,6 +101,9 @@ class StopOnDivergence(L.Callback):
         if self.diverged_step is None and not bool(torch.stack(finite).all()):
             self.diverged_step = trainer.global_step
             trainer.should_stop = True
+            skip_validation(trainer)
+            for callback in trainer.checkpoint_callbacks:
+                callback.save_top_k = 0  # ModelCheckpoint: "no models are saved"
 
 
 class FlushLoggers(L.Callback):

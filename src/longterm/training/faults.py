@@ -4,17 +4,26 @@ what to do (the command line's mistakes are refused before, by config/).
 `RunError` carries that line; src/train.py prints it after `error: ` with no traceback
 (`HYDRA_FULL_ERROR=1` shows the traceback). `explain` turns the errors a user can cause into one:
 a run directory in use, a disk that is full or cannot be written, a checkpoint that cannot be
-read, a key a library refuses. Anything else is a fault of the code and keeps its traceback.
+read or would run code, a key a library refuses. Anything else is a fault of the code and keeps
+its traceback.
 """
 
 import errno
+import logging
+import traceback
 from pathlib import Path
 
+from longterm.store.checkpoints import UnsafeCheckpointError
 from longterm.store.run_dir import RunDirError
 
 
 class RunError(RuntimeError):
     """A run stopped by its situation, not by the code; the message is one line."""
+
+
+class RunFailed(RunError):  # noqa: N818  a RunError, named for what befell the run
+    """A run stopped by a fault of the code (a plugin's, say): one line naming the error and
+    where its traceback is kept."""
 
 
 # errno -> what to do, for an OSError while a run writes its directory.
@@ -40,7 +49,7 @@ def oserror(error: BaseException) -> OSError | None:
 def explain(error: BaseException, run_dir: Path, resume_from: Path | None) -> str | None:
     """One line for an error a user's situation causes; None for any other. `resume_from` is the
     checkpoint the same command would resume from."""
-    if isinstance(error, RunError | RunDirError):
+    if isinstance(error, RunError | RunDirError | UnsafeCheckpointError):
         return str(error)
     found = oserror(error)
     if found is not None:
@@ -52,3 +61,30 @@ def explain(error: BaseException, run_dir: Path, resume_from: Path | None) -> st
         )
         return f"cannot write {where}: {found.strerror}; {WRITE_ERRORS[found.errno]}, then {then}"
     return None
+
+
+def keep_traceback(error: BaseException) -> Path | None:
+    """Write the traceback of `error` to the log file of this process's run (Hydra's file
+    handler: the run's train.log), where a job whose terminal output is lost (a SLURM job's)
+    still has it; return that file (None without one). The terminal is left to the caller."""
+    text = "".join(traceback.format_exception(error)).rstrip()
+    record = logging.LogRecord(__name__, logging.ERROR, __file__, 0, text, None, None)
+    kept = None
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handle(record)
+            kept = Path(handler.baseFilename)
+    return kept
+
+
+def failure_line(error: BaseException, run_dir: Path, log_file: Path | None) -> str:
+    """One line for a run that a fault of the code stopped: the error, and where its traceback
+    is kept."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    if log_file is None:
+        where = ""
+    elif log_file.parent.resolve() == run_dir.resolve():
+        where = f" (traceback in its {log_file.name})"
+    else:
+        where = f" (traceback in {log_file})"
+    return f"{run_dir} failed: {type(error).__name__}: {message}{where}"

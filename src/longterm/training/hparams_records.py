@@ -2,7 +2,7 @@
 plugin's `summary` module needs TensorFlow; torch's `hparams()` takes its schema from one run and
 marks no column as differing).
 
-- The experiment: one schema in every run (`SCHEMA`), every key `run.run_params` can give;
+- The experiment: one schema in every run (`SCHEMA`), every key `run_params` can give;
   each string key has its allowed values as a discrete domain, so `pool=mean` can be ticked as a
   filter. A model's, a readout's and a task's names are those of the conf files on the run's
   config search path (`experiment(names)`: the built-ins and a user's own, with the run's own
@@ -39,7 +39,7 @@ from longterm.store.run_dir import event_files
 
 # Named by conf files, not listed: their values are given to `experiment` by the run.
 NAMED = ("task", "pool", "model")
-# Every key of run.run_params: a string key's allowed values, or the type of its value.
+# Every key of config/run_dirs.py run_params: a string key's allowed values, or its type.
 SCHEMA: dict[str, tuple[str, ...] | type] = {
     "task": (),
     "pool": (),

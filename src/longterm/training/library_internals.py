@@ -5,7 +5,8 @@ tensorboard 2.21.0 in pyproject.toml).
 A pack (sweeps/) drives each member's callbacks from the pack's own loop through a Trainer of the
 member's that is never fitted: it calls the member's callback hooks, hands them the metrics the
 pack logged for that member, and reads the loop's counters, none of which Lightning offers as
-public API. A run writes its HPARAMS records through the logger's event writer.
+public API. A diverged run skips the validation of its weights (a loop's flag). A run writes its
+HPARAMS records through the logger's event writer.
 """
 
 from typing import Any
@@ -36,6 +37,13 @@ def logs_now(trainer: L.Trainer) -> bool:
 def updates_done(trainer: L.Trainer) -> int:
     """The updates the fit loop has made: the step its loggers are given."""
     return trainer.fit_loop.epoch_loop._batches_that_stepped
+
+
+def skip_validation(trainer: L.Trainer) -> None:
+    """Skip the validation Lightning would run after this batch, when `trainer` runs its own loop
+    (a pack's member's loop is the pack's, which validates the other members)."""
+    if trainer.fit_loop.trainer is trainer:
+        trainer.fit_loop.epoch_loop._skip_next_val = True
 
 
 def load_callback_states(trainer: L.Trainer, checkpoint: dict[str, Any]) -> None:

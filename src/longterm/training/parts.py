@@ -8,7 +8,7 @@ analysis and benchmarks import these factories too.
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytorch_lightning as L
 import torch
@@ -17,13 +17,11 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
 from longterm.models.build import build_readout, sequence_model
-from longterm.store.checkpoints import checkpoint_step
+from longterm.store.checkpoints import UnsafeCheckpointError, checkpoint_step, load_checkpoint
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.checkpoint_io import AtomicCheckpointIO
 from longterm.training.faults import RunError
-from longterm.training.hparams_records import SCHEMA
 from longterm.training.memory_estimate import memory_error
 from longterm.training.module import MemoryTaskModule
 
@@ -39,48 +37,6 @@ def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
     params = OmegaConf.to_container(node, resolve=True)
     params.pop("name", None)
     return instantiate(params, **kwargs)
-
-
-def run_params(cfg: DictConfig) -> dict[str, Any]:
-    """The flat hyperparameters that identify a run (HPARAMS view, result.json): the settings
-    every run has, the task's own keys (`k`), the model's (its encoder's: `layers`; `model.<key>`
-    where a setting has the name) and the readout's (`pool.<key>`)."""
-    params = {
-        "task": cfg.task.name,
-        "loss": cfg.task.loss,
-        "pool": cfg.pool.name,
-        "model": cfg.model.name,
-        "data": cfg.data.name,
-        "T0": cfg.T0,
-        "lr": cfg.lr,
-        "seed": cfg.seed,
-        "mask_padding": cfg.pool.mask_padding,
-        "batch_size": cfg.data.batch_size,
-        "max_epochs": cfg.trainer.max_epochs,
-    }
-    for key in ("lengths", "min_length", "max_length"):
-        if key in cfg.data:
-            params[key] = cfg.data[key]
-    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
-    params.update(own_params(cfg))
-    return params
-
-
-def own_params(cfg: DictConfig) -> dict[str, Any]:
-    """The model's and the readout's own keys, as run_params names them."""
-    model, pool = (OmegaConf.to_container(cfg[s], resolve=True) for s in ("model", "pool"))
-    own = {
-        param_name("model", key): value
-        for key, value in model.items()
-        if key not in COMMON_MODEL_KEYS
-    }
-    return own | {param_name("pool", k): v for k, v in pool.items() if k not in COMMON_POOL_KEYS}
-
-
-def param_name(section: str, key: str) -> str:
-    """A model's own key by its name, `model.<key>` where a setting of every run has the name; a
-    readout's as `pool.<key>`."""
-    return key if section == "model" and key not in SCHEMA else f"{section}.{key}"
 
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
@@ -132,12 +88,10 @@ def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -
 
 
 def last_checkpoint(callbacks: list[L.Callback]) -> Path | None:
-    """The `last.ckpt` that the `last_checkpoint` callback wrote in an earlier process, if any."""
+    """Where the `last_checkpoint` callback writes `last.ckpt` (None without that callback)."""
     for callback in callbacks:
         if isinstance(callback, ModelCheckpoint) and callback.filename == LAST and callback.dirpath:
-            path = Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
-            if path.exists():
-                return path
+            return Path(callback.dirpath) / (LAST + callback.FILE_EXTENSION)
     return None
 
 
@@ -148,27 +102,65 @@ def saved_checkpoint(run_dir: Path) -> Path | None:
 
 
 def readable(path: Path) -> str | None:
-    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can."""
+    """Why the checkpoint at `path` cannot be loaded, in one line; None when it can. One that
+    would run code when loaded is refused (UnsafeCheckpointError), never passed over for another."""
     try:
-        torch.load(path, map_location="cpu", weights_only=False)
+        load_checkpoint(path)
+    except UnsafeCheckpointError:
+        raise
     except Exception as e:
         return str(e).split(". ")[0].splitlines()[0] if str(e) else type(e).__name__
     return None
 
 
-def resumable(ckpt: Path | None) -> Path | None:
-    """The checkpoint to resume from: `ckpt` (last.ckpt) when it loads; else, when best.ckpt
-    beside it loads, that one, with last.ckpt kept beside it as last.ckpt.unreadable (the data
-    are keyed by epoch and batch, so training on from the best epoch gives the same run). With
-    neither, RunError says how to start again; no checkpoint is ever deleted."""
-    if ckpt is None or (reason := readable(ckpt)) is None:
-        return ckpt
-    best = ckpt.with_name(f"{BEST}.ckpt")
+def resumable(last: Path | None) -> Path | None:
+    """The checkpoint to resume from, given where `last.ckpt` is written: last.ckpt when it loads;
+    else best.ckpt beside it when that loads, with an unreadable last.ckpt kept beside it as
+    last.ckpt.unreadable. best.ckpt without last.ckpt is left by an attempt stopped between the
+    two writes (a full disk, a kill): resuming from it keeps best.ckpt the best of the run. The
+    data are keyed by epoch and batch, so training on from the best epoch gives the same run.
+    Neither there: None (the run starts). Neither loads: RunError says how to start again; no
+    checkpoint is ever deleted."""
+    if last is None:
+        return None
+    best = last.with_name(f"{BEST}.ckpt")
+    if not last.exists():
+        if not best.exists():
+            return None
+        if (reason := readable(best)) is None:
+            log.warning(f"{last} is missing: resuming from {best}")
+            return best
+        unloadable(best, reason)
+    if (reason := readable(last)) is None:
+        return last
     if best.exists() and readable(best) is None:
-        kept = unused(ckpt.with_name(ckpt.name + ".unreadable"))
-        ckpt.rename(kept)
-        log.warning(f"{ckpt} cannot be read ({reason}): kept as {kept}; resuming from {best}")
+        kept = unused(last.with_name(last.name + ".unreadable"))
+        last.rename(kept)
+        log.warning(f"{last} cannot be read ({reason}): kept as {kept}; resuming from {best}")
         return best
+    unloadable(last, reason)
+
+
+def same_model(module: MemoryTaskModule, ckpt: Path) -> None:
+    """RunError when `ckpt` holds other parameters than `module` has: the run it belongs to was
+    made with other model settings (a `model.dim` that result.json's settings do not name)."""
+    theirs, ours = load_checkpoint(ckpt)["state_dict"], module.state_dict()
+    for key in sorted(theirs.keys() | ours.keys()):
+        there, here = (shape(d.get(key)) for d in (theirs, ours))
+        if there != here:
+            raise RunError(
+                f"{ckpt} holds a model of other parameters than this command's ({key}: {there} "
+                f"there, {here} here): rerun the run with its own settings, or give this run "
+                "another directory"
+            )
+
+
+def shape(tensor: torch.Tensor | None) -> str:
+    return "none" if tensor is None else "x".join(map(str, tensor.shape)) or "a scalar"
+
+
+def unloadable(ckpt: Path, reason: str) -> NoReturn:
+    """RunError: `ckpt` cannot be read for `reason`, and no other checkpoint of its run can."""
     folder = ckpt.parent
     aside = unused(folder.with_name(folder.name + ".unreadable"))
     raise RunError(
@@ -227,5 +219,7 @@ def assemble(cfg: DictConfig, members: int = 1) -> Parts:
     check_memory(cfg, module, jobs * members)
     callbacks = run_callbacks(cfg)
     ckpt = resumable(last_checkpoint(callbacks))
+    if ckpt is not None:
+        same_model(module, ckpt)
     resumed_at = None if ckpt is None else checkpoint_step(ckpt)
     return Parts(module, callbacks, ckpt, resumed_at, run_logger(cfg, resumed_at), jobs)

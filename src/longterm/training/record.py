@@ -5,6 +5,7 @@ run's HPARAMS session in TensorBoard opened and closed beside it (training/hpara
 result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_STATUSES, or
 `failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
+`best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
 `epochs`, `updates`, `resumed_at_update`, `n_params`, `git_commit`, `machine`, `process`,
 `run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run.
 """
@@ -17,9 +18,11 @@ from typing import Any
 import pytorch_lightning as L
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
+from longterm.config.run_dirs import own_params, param_name, run_params
 from longterm.store.records import (
     FINAL_STATUSES,
     RESULT_FILE,
@@ -33,7 +36,6 @@ from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore
 from longterm.training.hparams_records import NAMED, close_session, kind_of, open_session
 from longterm.training.library_internals import add_summary
 from longterm.training.module import MemoryTaskModule
-from longterm.training.parts import own_params, param_name, run_params
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +153,9 @@ def record_failure(
         end_session(logger, result)
     except OSError as unwritten:
         log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
-    if isinstance(error, SystemExit) and not error.code:  # Lightning's exit on SIGTERM says 0
+    # Lightning's exit on SIGTERM says 0, and on Ctrl-C 1 after its KeyboardInterrupt
+    ctrl_c = isinstance(error.__context__, KeyboardInterrupt)
+    if isinstance(error, SystemExit) and (not error.code or ctrl_c):
         raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from error
 
 
@@ -196,6 +200,7 @@ def outcome(
         status = "max_epochs"
     history = solved.history
     return {
+        "best_checkpoint": best_checkpoint(callbacks),
         "status": status,
         "epoch_solved": solved.solved_epoch,
         "diverged_step": diverged.diverged_step,
@@ -205,3 +210,15 @@ def outcome(
         "epochs": epochs,
         "updates": updates,
     }
+
+
+def best_checkpoint(callbacks: list[L.Callback]) -> str | None:
+    """The checkpoint that holds the weights of `best_acc`, relative to the run directory
+    (`checkpoints/best.ckpt`); None when none was written (no validation ran, or the run
+    diverged before it)."""
+    for callback in callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.monitor and callback.dirpath:
+            path = Path(callback.best_model_path)
+            if callback.best_model_path and path.exists():
+                return str(path.relative_to(Path(callback.dirpath).parent))
+    return None

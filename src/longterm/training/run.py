@@ -14,6 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from longterm.config.run_dirs import other_settings
 from longterm.config.validate import validate
 from longterm.store.records import RESULT_FILE
 from longterm.store.run_dir import RunDirError, claim, finished
@@ -21,7 +22,6 @@ from longterm.training.faults import RunError, explain
 from longterm.training.parts import (
     assemble,
     instantiate_named,
-    run_params,
     run_trainer,
     saved_checkpoint,
 )
@@ -65,18 +65,14 @@ def claimed(run_dir: Path) -> Iterator[Path]:
 
 def already_finished(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
     """The result of the finished run in `run_dir` (None when there is none to return): not
-    trained again. RunDirError when it was run with other settings."""
+    trained again. RunDirError when the directory holds a run, finished or not, of other settings
+    (config/run_dirs.py; the command line was checked so before Hydra wrote anything)."""
+    conflict = other_settings(cfg, run_dir)
+    if conflict is not None:
+        raise RunDirError(conflict)
     done = finished(run_dir)
     if done is None:
         return None
-    # a key the record lacks came after it was written (a model's own keys), and is not compared
-    conflicts = {k: v for k, v in run_params(cfg).items() if k in done and done[k] != v}
-    if conflicts:
-        raise RunDirError(
-            f"{run_dir} holds a finished run with other settings "
-            f"({', '.join(f'{k}={done.get(k)!r}' for k in conflicts)}): give this run "
-            "another directory"
-        )
     log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
     settle(cfg)
     return done
@@ -95,7 +91,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     result = open_record(cfg, parts.module, run_dir, parts.logger, parts.ckpt, parts.resumed_at)
     start = time.perf_counter()
     try:
-        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt)
+        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt, weights_only=True)
     except BaseException as e:
         counts = outcome(
             parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted

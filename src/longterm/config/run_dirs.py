@@ -1,0 +1,118 @@
+"""A run directory belongs to one set of settings. A command whose job would run in a directory
+that holds a run of other settings is refused, in one line, before anything is written there:
+the command-line check (config/command_line.py) runs before Hydra, which writes a job's `.hydra/`
+before the job starts, and `run.train` checks again once it holds the directory.
+
+The settings compared are those that identify a run (`run_params`: task, model, pooling, lengths,
+lr, seed, epoch limit, ...), as the run recorded them: its result.json, whatever its status, or,
+for a run stopped before it wrote one, its `.hydra/config.yaml`.
+"""
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
+from longterm.store.records import FINAL_STATUSES
+from longterm.store.run_dir import run_record
+
+HYDRA_CONFIG = ".hydra/config.yaml"
+DEFAULT_RUN_DIR = "${hydra:runtime.output_dir}"  # conf/train.yaml: run_dir
+
+
+# The settings every run has and the built-in tasks' own keys (run_params); a model's own key of
+# one of these names is recorded as `model.<key>`.
+SETTINGS = (
+    *("task", "loss", "pool", "model", "data", "T0", "lr", "seed", "mask_padding"),
+    *("batch_size", "max_epochs", "lengths", "min_length", "max_length"),
+    *("k", "statements", "variables", "arity", "vocab"),
+)
+
+
+def run_params(cfg: DictConfig) -> dict[str, Any]:
+    """The flat hyperparameters that identify a run (HPARAMS view, result.json): the settings
+    every run has, the task's own keys (`k`), the model's (its encoder's: `layers`; `model.<key>`
+    where a setting has the name) and the readout's (`pool.<key>`)."""
+    params = {
+        "task": cfg.task.name,
+        "loss": cfg.task.loss,
+        "pool": cfg.pool.name,
+        "model": cfg.model.name,
+        "data": cfg.data.name,
+        "T0": cfg.T0,
+        "lr": cfg.lr,
+        "seed": cfg.seed,
+        "mask_padding": cfg.pool.mask_padding,
+        "batch_size": cfg.data.batch_size,
+        "max_epochs": cfg.trainer.max_epochs,
+    }
+    for key in ("lengths", "min_length", "max_length"):
+        if key in cfg.data:
+            params[key] = cfg.data[key]
+    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
+    params.update(own_params(cfg))
+    return params
+
+
+def own_params(cfg: DictConfig) -> dict[str, Any]:
+    """The model's and the readout's own keys, as run_params names them."""
+    model, pool = (OmegaConf.to_container(cfg[s], resolve=True) for s in ("model", "pool"))
+    own = {
+        param_name("model", key): value
+        for key, value in model.items()
+        if key not in COMMON_MODEL_KEYS
+    }
+    return own | {param_name("pool", k): v for k, v in pool.items() if k not in COMMON_POOL_KEYS}
+
+
+def param_name(section: str, key: str) -> str:
+    """A model's own key by its name, `model.<key>` where a setting of every run has the name; a
+    readout's as `pool.<key>`."""
+    return key if section == "model" and key not in SETTINGS else f"{section}.{key}"
+
+
+def job_run_dir(cfg: DictConfig, multirun: bool) -> Path:
+    """The directory the job of `cfg` (composed with Hydra's section, its overrides in
+    `hydra.overrides.task`) runs in, as Hydra names it."""
+    given = OmegaConf.to_container(OmegaConf.masked_copy(cfg, ["run_dir"]))["run_dir"]
+    if given != DEFAULT_RUN_DIR:
+        return Path(cfg.run_dir)
+    hydra = cfg.hydra
+    return Path(hydra.sweep.dir) / hydra.sweep.subdir if multirun else Path(hydra.run.dir)
+
+
+def recorded(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
+    """(status, settings) of the run in `run_dir` as it recorded them; the status is `unfinished`
+    for a run without result.json. None when the directory holds no run it can read; RunDirError
+    for a result.json that cannot be read."""
+    result = run_record(run_dir)
+    if result is not None:
+        return str(result.get("status")), result
+    if (run_dir / HYDRA_CONFIG).is_file():
+        try:
+            return "unfinished", run_params(OmegaConf.load(run_dir / HYDRA_CONFIG))
+        except OmegaConfBaseException:  # a config this code can no longer read
+            return None
+    return None
+
+
+def other_settings(cfg: DictConfig, run_dir: Path) -> str | None:
+    """Why a run of `cfg` may not run in `run_dir` (one line), or None when it may: the run the
+    directory holds has other settings."""
+    found = recorded(run_dir)
+    if found is None:
+        return None
+    status, theirs = found  # a key a record of older code lacks is not held against it
+    differ = [f"{k}={theirs[k]!r}" for k, v in run_params(cfg).items() if theirs.get(k, v) != v]
+    if not differ:
+        return None
+    settings = f"run with other settings ({', '.join(differ)})"
+    if status in FINAL_STATUSES:
+        return f"{run_dir} holds a finished {settings}: give this run another directory"
+    held = {"interrupted": "an interrupted", "failed": "a failed"}.get(status, "an unfinished")
+    return (
+        f"{run_dir} holds {held} {settings}: rerun it with its own settings to resume it, or "
+        "give this run another directory"
+    )
