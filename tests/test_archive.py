@@ -171,3 +171,24 @@ def test_the_table_in_results_md_is_the_generated_one():
     if not generated.exists():
         pytest.skip("no docs/results/ in this checkout")
     assert epochs_table(prose.read_text()) == epochs_table(generated.read_text())
+
+
+def test_a_run_recorded_before_the_subpackages_is_evaluated_with_today_s_classes(tmp_path):
+    """A run directory made before the package's subpackages (a user's outputs/) records the
+    old import paths of its data module, readout, logger and callbacks (`_target_`), and its
+    readout's class under `_target_`: store/recorded.py maps them, so it is still evaluated."""
+    from longterm.analysis.evaluate import accuracy_by_batch
+    from longterm.store.recorded import MOVED
+
+    sweep = ROOT / "runs/variable_length_100"
+    archived = sweep / "addition-mean-var50-10000-lr1e-3-s1,trainer.max_epochs=100"
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints/last.ckpt").write_bytes((archived / "checkpoints/last.ckpt").read_bytes())
+    text = (archived / "result.json").read_text()
+    for old, new in MOVED.items():
+        text = text.replace(f'"{new}.', f'"{old}.')
+    assert '"longterm.pooling.MeanPooling"' in text and '"longterm.callbacks.' in text
+    (run / "result.json").write_text(text)
+    rows = accuracy_by_batch(run)
+    assert len(rows) > 0 and rows["acc"].between(0, 1).all()
