@@ -88,6 +88,26 @@ def same(a: Tensor, b: Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
+def built_twice(report: Report, build: Callable[[], nn.Module], seed: int) -> nn.Module | None:
+    """The module `build` makes after seeding with `seed`, reported with its parameter count and
+    checked equal to a second build; None (reported) when it cannot be built."""
+
+    def seeded() -> nn.Module:
+        torch.manual_seed(seed)
+        return build()
+
+    try:
+        module = seeded()
+    except Exception as e:
+        report.add(False, f"builds: {type(e).__name__}: {e}")
+        return None
+    report.add(True, f"builds: {sum(p.numel() for p in module.parameters()):,} parameters")
+    a, b = module.state_dict(), seeded().state_dict()
+    identical = a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    report.add(identical, f"two builds with seed {seed} are identical")
+    return module
+
+
 def encoder_report(
     encoder: str | type, in_features: int, dim: int, keys: dict[str, Any], seed: int = 0
 ) -> Report:
@@ -96,21 +116,9 @@ def encoder_report(
     path = encoder_path(encoder)
     report = Report(f"encoder {path} (in_features={in_features}, dim={dim})")
 
-    def build() -> nn.Module:
-        torch.manual_seed(seed)
-        return build_encoder(encoder, in_features, dim, **keys)
-
-    try:
-        enc = build()
-    except Exception as e:
-        report.add(False, f"builds: {type(e).__name__}: {e}")
+    enc = built_twice(report, lambda: build_encoder(encoder, in_features, dim, **keys), seed)
+    if enc is None:
         return report
-    n_params = sum(p.numel() for p in enc.parameters())
-    report.add(True, f"builds: {n_params:,} parameters")
-    other = build()
-    a, b = enc.state_dict(), other.state_dict()
-    identical = a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    report.add(identical, f"two builds with seed {seed} are identical")
 
     x, mask = padded_batch(in_features, seed)
     enc.eval()
@@ -209,20 +217,9 @@ def readout_report(
     path = encoder_path(pool["readout"])
     report = Report(f"readout {path} (dim={dim}, mask_padding={pool['mask_padding']})")
 
-    def build() -> nn.Module:
-        torch.manual_seed(seed)
-        return build_readout(pool, dim, model)
-
-    try:
-        readout = build()
-    except Exception as e:
-        report.add(False, f"builds: {type(e).__name__}: {e}")
+    readout = built_twice(report, lambda: build_readout(pool, dim, model), seed)
+    if readout is None:
         return report
-    n_params = sum(p.numel() for p in readout.parameters())
-    report.add(True, f"builds: {n_params:,} parameters")
-    a, b = readout.state_dict(), build().state_dict()
-    identical = a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    report.add(identical, f"two builds with seed {seed} are identical")
 
     h, mask = padded_batch(dim, seed)  # states (B, T, D), zero on padding
     per_step = readout.per_step
