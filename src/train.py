@@ -46,8 +46,7 @@ def main(cfg: DictConfig) -> float | None:
         traceback.print_exc()
         line = failure_line(e, Path(cfg.run_dir), log_file)
     # a sweep's other jobs go on; it ends with its table, then exits non-zero (sweeps/)
-    print(f"error: {line}", file=sys.stderr, flush=True)
-    FAILURES.report(line)
+    FAILURES.tell(line)
     return None
 
 

@@ -8,10 +8,10 @@ LABELS = ("sequence", "step")  # task.labels: one target per sequence y (B,), or
 LOSSES = ("mse", "cross_entropy")  # task.loss
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 # The model section's keys that the framework reads (models/build.py); the others are the
-# encoder's own (plugins.encoder_keys).
+# encoder's own (plugins/keys.py: encoder_keys).
 COMMON_MODEL_KEYS = ("name", "encoder", "dim", "hidden", "negative_slope", "init", "impl")
 # The pool section's keys that every readout has; the others are the readout's own
-# (plugins.readout_keys).
+# (plugins/keys.py: readout_keys).
 COMMON_POOL_KEYS = ("name", "readout", "mask_padding")
 # The paper's two readouts [Raffel & Ellis 2015, eq. 1 and 2], by their classes: they pool the
 # sequence as a set, blind to order (§2.4), and model.impl=fused computes them with the

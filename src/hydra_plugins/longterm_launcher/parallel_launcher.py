@@ -21,7 +21,6 @@ On a GPU the jobs share the device: several small runs keep it busier than one.
 
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -109,17 +108,11 @@ def reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}"
 
 
-def report(line: str) -> None:
-    """A job's line on the terminal, and counted for the sweep's end (sweeps/failures.py)."""
-    print(f"error: {line}", file=sys.stderr, flush=True)
-    FAILURES.report(line)
-
-
 def settled(ret: JobReturn, label: str) -> JobReturn:
     """`ret`, a job that raised (past src/train.py) said in one line and counted as stopped, so
     that the sweep still ends with its table."""
     if ret.status == JobStatus.FAILED:
-        report(f"{label} failed: {reason(ret._return_value)}")  # its getter raises it
+        FAILURES.tell(f"{label} failed: {reason(ret._return_value)}")  # its getter raises it
         ret.status, ret.return_value = JobStatus.COMPLETED, None
     return ret
 
@@ -151,7 +144,7 @@ def side_by_side_jobs(
                 interrupted += len(unit)
             else:
                 them = "them" if len(unit) > 1 else "it"
-                report(
+                FAILURES.tell(
                     f"{label} ended without its result: {reason(result.error)}; rerun the "
                     f"same command to resume {them}"
                 )

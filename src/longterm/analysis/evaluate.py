@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from longterm.analysis.variable_length import variable_length_runs
 from longterm.plugins.resolve import readout_class
+from longterm.store.checkpoints import load_checkpoint
 from longterm.store.recorded import recorded_config
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.tasks import NO_TARGET
@@ -40,7 +41,7 @@ def load_module(
     run_dir = Path(run_dir)
     cfg = OmegaConf.create(recorded_config(run_dir))
     module = build_model(cfg)
-    state = torch.load(run_dir / CHECKPOINTS / checkpoint, map_location="cpu", weights_only=True)
+    state = load_checkpoint(run_dir / CHECKPOINTS / checkpoint)
     module.load_state_dict(state["state_dict"])
     return module.eval(), cfg
 

@@ -56,15 +56,23 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
     return params
 
 
+# The keys every model section and every pool section has: the others are the plugin's own.
+COMMON_KEYS = {"model": COMMON_MODEL_KEYS, "pool": COMMON_POOL_KEYS}
+
+
 def own_params(cfg: DictConfig) -> dict[str, Any]:
     """The model's and the readout's own keys, as run_params names them."""
-    model, pool = (OmegaConf.to_container(cfg[s], resolve=True) for s in ("model", "pool"))
-    own = {
-        param_name("model", key): value
-        for key, value in model.items()
-        if key not in COMMON_MODEL_KEYS
-    }
-    return own | {param_name("pool", k): v for k, v in pool.items() if k not in COMMON_POOL_KEYS}
+    own: dict[str, Any] = {}
+    for section in COMMON_KEYS:
+        own |= section_own(section, OmegaConf.to_container(cfg[section], resolve=True))
+    return own
+
+
+def section_own(section: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The own keys among the `values` of a model or pool section (a run's, or a conf file's),
+    as run_params names them."""
+    common = (*COMMON_KEYS[section], "defaults")  # a conf file's defaults list is no key
+    return {param_name(section, k): v for k, v in values.items() if k not in common}
 
 
 def param_name(section: str, key: str) -> str:

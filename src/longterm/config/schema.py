@@ -51,7 +51,8 @@ ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
 
 class TaskSection(Section):
     """A task: its generator by import path (longterm.plugins.resolve), what it labels and how it is
-    scored; whether the generator gives what the section declares is checked in config.py."""
+    scored; whether the generator gives what the section declares is checked in
+    config/validate.py."""
 
     name: Name
     generator: ImportPath
@@ -73,8 +74,8 @@ class TaskSection(Section):
 
 class PoolSection(BaseModel):
     """The keys every readout has; any other key is its own, checked against its class's
-    signature in config.py (plugins.readout_keys). `mask_padding`: whether padded steps are
-    kept out of what it reads."""
+    signature in config/validate.py (plugins/keys.py: readout_keys). `mask_padding`: whether padded
+    steps are kept out of what it reads."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     name: Name
@@ -84,8 +85,8 @@ class PoolSection(BaseModel):
 
 class ModelSection(BaseModel):
     """The keys every model has; any other key is its encoder's own, checked against the
-    encoder's signature in config.py (plugins.encoder_keys). No `_target_`: models/build.py
-    builds every model."""
+    encoder's signature in config/validate.py (plugins/keys.py: encoder_keys). No `_target_`:
+    models/build.py builds every model."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     name: Name

@@ -26,15 +26,16 @@ from longterm.plugins.resolve import class_path, encoder_class, readout_class
 
 def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> nn.Module:
     """The encoder at `path` (an import path or the class), x (B, T, F) -> h (B, T, D) with
-    D = `dim`, from the model section's other `keys` (plugins.encoder_keys picks its own)."""
+    D = `dim`, from the model section's other `keys` (plugins/keys.py: encoder_keys picks its
+    own)."""
     cls = encoder_class(path) if isinstance(path, str) else path
     return cls(in_features, dim, **encoder_keys(cls, keys, COMMON_MODEL_KEYS))
 
 
 def build_readout(pool: dict[str, Any], dim: int, model: dict[str, Any] | None = None) -> nn.Module:
     """The readout a pool section names (`readout`: an import path or the class), h (B, T, D)
-    -> c (B, D), or (B, T, D) for a per-step one, from its other keys (plugins.readout_keys
-    picks its own) and the model section's `init` where it takes it."""
+    -> c (B, D), or (B, T, D) for a per-step one, from its other keys (plugins/keys.py:
+    readout_keys picks its own) and the model section's `init` where it takes it."""
     path = pool["readout"]
     cls = readout_class(path) if isinstance(path, str) else path
     keys = readout_keys(cls, pool, COMMON_POOL_KEYS, model or {})

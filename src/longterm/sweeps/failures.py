@@ -9,6 +9,8 @@ line; a launcher's worker takes the lines its job added with `mark` and `since`.
 was stopped by a signal says so with `stopped` (hydra_plugins/longterm_launcher/processes.py).
 """
 
+import sys
+
 
 class Failures:
     """The lines of the jobs of this process's sweep that stopped, in the order they stopped."""
@@ -20,6 +22,11 @@ class Failures:
 
     def report(self, *lines: str) -> None:
         self._lines.extend(lines)
+
+    def tell(self, line: str) -> None:
+        """Say a job's line on the terminal (`error: <line>`) and report it."""
+        print(f"error: {line}", file=sys.stderr, flush=True)
+        self.report(line)
 
     def mark(self) -> int:
         """Where the channel stands now; `since(mark)` gives the lines added after it."""

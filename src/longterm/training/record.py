@@ -21,8 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
-from longterm.config.run_dirs import own_params, param_name, run_params
+from longterm.config.run_dirs import COMMON_KEYS, own_params, run_params, section_own
 from longterm.store.records import (
     FINAL_STATUSES,
     RESULT_FILE,
@@ -80,11 +79,10 @@ def own_kinds(cfg: DictConfig) -> dict[str, type]:
     every model and readout on its search path, with their HPARAMS column types: a sweep of
     several models shows each one's keys, whichever run TensorBoard takes the table from."""
     kinds = {key: kind_of(value) for key, value in own_params(cfg).items()}
-    for section, common in (("model", COMMON_MODEL_KEYS), ("pool", COMMON_POOL_KEYS)):
+    for section in COMMON_KEYS:
         for conf in group_configs(section):
-            for key, value in conf.items():
-                if key not in (*common, "defaults"):
-                    kinds.setdefault(param_name(section, key), kind_of(value))
+            for key, value in section_own(section, conf).items():
+                kinds.setdefault(key, kind_of(value))
     return kinds
 
 

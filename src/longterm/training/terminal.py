@@ -36,7 +36,7 @@ def epoch_line(epoch: int, max_epochs: int, metrics: Mapping[str, Any], seconds:
 
 
 # A bar redraws at most this often (seconds), and at the last batch of a loop: Lightning's bar
-# redraws twice per batch, 1.9 MB of output for 6,000 short updates.
+# redraws twice per batch, megabytes of output for a run of short updates in a terminal.
 REDRAW_S = 0.25
 
 
