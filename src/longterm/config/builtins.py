@@ -2,6 +2,7 @@
 (conf/model/<name>.yaml's `encoder`, conf/pool/<name>.yaml's `readout`, conf/task/<name>.yaml's
 `generator`), as a run reads it."""
 
+import functools
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -24,6 +25,7 @@ def generator_of(ref: str) -> str:
     return ref if "." in ref else str(conf_file("task", ref).generator)
 
 
+@functools.cache  # the package's own conf files: read once per process, not once per job
 def builtin_path(group: str, name: str, key: str) -> str | None:
     """The import path under `key` of the built-in conf file `group/name.yaml`; None when no
     built-in has that name."""

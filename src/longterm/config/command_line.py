@@ -155,13 +155,16 @@ def check_null_groups(overrides: list[str], config_dir: Path) -> None:
             raise ConfigError(f"{group}=null is invalid: choose one of {', '.join(options)}")
 
 
-def check_names(cfg: DictConfig, overrides: list[str]) -> None:
+def check_names(
+    cfg: DictConfig, overrides: list[str], checked: set[tuple[str, str]] | None = None
+) -> None:
     """A model, readout or task is recorded under its own name: the name of its conf file, or
     one given on the command line that no conf file on the search path has. A model whose encoder
     (a readout whose class, a task whose generator) is replaced on the command line needs a name
     of its own, so that it is never recorded as the conf file it replaced; and a built-in's name
     (conf/<group>/<name>.yaml) names the built-in's class only, also in a user's conf file of
-    that name."""
+    that name. `checked`: the (group, choice) pairs whose conf files a sweep's earlier jobs
+    showed to name one class (check_one_class), not read again."""
     loader = GlobalHydra.instance().config_loader()
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     for group, path_key in PLUGIN_GROUPS.items():
@@ -183,7 +186,10 @@ def check_names(cfg: DictConfig, overrides: list[str]) -> None:
                 f"{group}.{path_key}={path} is invalid with {group}.name={name}: {name} is the "
                 f"built-in {builtin} ({group}/{name}.yaml); give this {group} a name of its own"
             )
-        check_one_class(group, choice, path_key)
+        if checked is None or (group, choice) not in checked:
+            check_one_class(group, choice, path_key)
+        if checked is not None:
+            checked.add((group, choice))
 
 
 def check_one_class(group: str, choice: str, path_key: str) -> None:
@@ -204,14 +210,18 @@ def check_one_class(group: str, choice: str, path_key: str) -> None:
 
 
 def job_config(
-    config_name: str, overrides: list[str], composed: DictConfig | None = None
+    config_name: str,
+    overrides: list[str],
+    composed: DictConfig | None = None,
+    checked: set[tuple[str, str]] | None = None,
 ) -> DictConfig:
-    """One job's config, its names checked (check_names), without Hydra's own section; from
-    `composed` (the same overrides composed with Hydra's section) when given."""
+    """One job's config, its names checked (check_names, sharing `checked` across a sweep's
+    jobs), without Hydra's own section; from `composed` (the same overrides composed with
+    Hydra's section) when given."""
     if composed is None:
         composed = compose(config_name, overrides=overrides, return_hydra_config=True)
     cfg = composed.copy()
-    check_names(cfg, overrides)
+    check_names(cfg, overrides, checked)
     with open_dict(cfg):
         del cfg["hydra"]
     return cfg
@@ -270,7 +280,11 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
             composing_jobs = compositions(config_name)
             every = job_overrides(overrides, params)
             with_hydra = [cfg if j == first else job_composed(composing_jobs, j) for j in every]
-            jobs = [job_config(config_name, j, c) for j, c in zip(every, with_hydra, strict=True)]
+            checked: set[tuple[str, str]] = set()
+            jobs = [
+                job_config(config_name, j, c, checked)
+                for j, c in zip(every, with_hydra, strict=True)
+            ]
             for job in jobs:
                 validate(job)
             for job in jobs:
