@@ -18,7 +18,7 @@ BAD_COMMAND_LINES = [
     (
         ["model=gru"],
         "model='gru' is invalid: choose one of all_attention, feedback, feedforward, "
-        "linear_memory, lstm, rnn, transformer",
+        "linear_memory, lstm, mamba, rnn, transformer",
     ),
     (["arch=gpt"], "arch='gpt' is invalid: choose one of all_attention, attention"),
     (

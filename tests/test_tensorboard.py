@@ -59,6 +59,7 @@ METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
 TASK_KEYS = ["k", "statements", "variables", "arity", "vocab"]  # the built-in tasks' own keys
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
 MODEL_KEYS = ["attn_span", "d_ff", "heads", "layers", "n_persistent", "norm", "share_kv"]
+MODEL_KEYS += ["d_conv", "d_state", "dt_rank", "expand"]  # mamba
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
     api_pb2.STATUS_SUCCESS,

@@ -25,7 +25,8 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]*$"
 DATA = ("fixed", "variable")  # data.name (conf/data/*.yaml)
 INITS = ("paper", "torch")  # model.init
 NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
-IMPLS = ("auto", "reference", "fused")  # model.impl (built_impl; models/fused.py: plan)
+# model.impl (built_impl; the plans of models/fused.py and models/selective_scan.py)
+IMPLS = ("auto", "reference", "fused")
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 
 # model.impl=fused: the feedforward model's encoder and a PAPER_READOUTS pooling in one pass
@@ -37,11 +38,17 @@ AUTO = "auto"
 PACK_MEMBER_KEYS = ("lr", "seed", "trainer.max_epochs")
 
 
-def impl_error(encoder: str, model: str, impl: str, readout: str, pool: str) -> str | None:
+def impl_error(
+    encoder: str, model: str, impl: str, readout: str, pool: str, own_impl: bool = False
+) -> str | None:
     """Why `model.impl=impl` cannot build `model` (whose encoder is at `encoder`) with the
-    readout class at `readout` (`pool=pool`), in one line; None if it can."""
+    readout class at `readout` (`pool=pool`), in one line; None if it can. An encoder that takes
+    `impl` itself (`own_impl`: its `__init__` names it, as Mamba's does for its selective scan)
+    has every implementation, with any readout."""
     if impl not in IMPLS:
         return f"model.impl={impl!r} is invalid: choose one of {', '.join(IMPLS)}"
+    if own_impl:
+        return None
     if impl == "fused" and encoder != FUSED_ENCODER:
         return f"model.impl=fused is invalid for model={model}: use model.impl=reference"
     if impl == "fused" and readout not in PAPER_READOUTS:
@@ -53,10 +60,11 @@ def impl_error(encoder: str, model: str, impl: str, readout: str, pool: str) -> 
 
 
 def built_impl(encoder: str, impl: str, readout: str) -> str:
-    """The implementation `model.impl=impl` builds: `auto` is `fused` wherever fused can build
-    the encoder and readout (the feedforward model's StepEncoder with a PAPER_READOUTS class) and
-    `reference` for every other model and readout; which backend fused runs is decided per
-    device at forward time (models/fused.py: plan)."""
+    """The implementation of the paper's fused pass that `model.impl=impl` builds: `auto` is
+    `fused` wherever fused can build the encoder and readout (the feedforward model's StepEncoder
+    with a PAPER_READOUTS class) and `reference` for every other model and readout; which backend
+    fused runs is decided per device at forward time (models/fused.py: plan). An encoder that
+    takes `impl` itself is built with it and runs as written (models/build.py)."""
     if impl != "auto":
         return impl
     return "fused" if encoder == FUSED_ENCODER and readout in PAPER_READOUTS else "reference"

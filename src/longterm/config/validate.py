@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, impl_error, targets_error
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
-from longterm.plugins.keys import encoder_keys, readout_keys
+from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import (
     PluginError,
     class_path,
@@ -157,7 +157,10 @@ def built(section: str, key: str, path: str, cls: type, args: tuple, keys: str) 
 def check_impl(cfg: TrainConfig, readout: type) -> None:
     """The model's implementation can build this model and readout (choices.impl_error)."""
     model = cfg.model
-    error = impl_error(model.encoder, model.name, model.impl, class_path(readout), cfg.pool.name)
+    own_impl = takes_impl(encoder_class(model.encoder))
+    error = impl_error(
+        model.encoder, model.name, model.impl, class_path(readout), cfg.pool.name, own_impl
+    )
     if error:
         raise ConfigError(error)
 

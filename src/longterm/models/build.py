@@ -20,7 +20,7 @@ from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, built_impl, im
 from longterm.models.feedforward import FusedSequenceModel
 from longterm.models.head import MLPHead
 from longterm.models.sequence import SequenceModel
-from longterm.plugins.keys import encoder_keys, readout_keys
+from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import class_path, encoder_class, readout_class
 
 
@@ -67,14 +67,16 @@ def sequence_model(
     as FusedSequenceModel, the encoder and the pooling in one streaming pass (models/fused.py),
     with the same parameters; `auto` is `fused` where fused can build the model and `reference`
     elsewhere (choices.built_impl), and off the CPU runs the fused pass with the fewest ops that
-    fit memory (models/fused.py: plan)."""
+    fit memory (models/fused.py: plan). An encoder that takes `impl` itself (Mamba) is given it
+    and picks its own implementation."""
     path, readout_path = encoder_path(encoder), class_path(type(readout))
-    error = impl_error(path, name or path, impl, readout_path, type(readout).__name__)
+    own_impl = takes_impl(encoder_class(path) if isinstance(encoder, str) else encoder)
+    error = impl_error(path, name or path, impl, readout_path, type(readout).__name__, own_impl)
     if error:
         raise ValueError(error)
-    shared = {"negative_slope": negative_slope, "init": init, "name": name}
+    shared = {"negative_slope": negative_slope, "init": init, "impl": impl, "name": name}
     enc = build_encoder(encoder, in_features, dim, **shared, **own)
     head = MLPHead(dim, hidden, out_features, negative_slope, init)
-    if built_impl(path, impl, readout_path) == "fused":
+    if not own_impl and built_impl(path, impl, readout_path) == "fused":
         return FusedSequenceModel(enc, readout, head, impl)
     return SequenceModel(enc, readout, head)

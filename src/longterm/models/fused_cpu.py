@@ -61,17 +61,18 @@ def cpu_features() -> str:
     return f"{platform.machine()} {flags}"
 
 
-def build(command: list[str], name: str) -> tuple[Path, str]:
-    """The shared library that `command` (the compiler and its flags) makes of fused_cpu.cpp,
-    compiled unless KERNEL_DIR has it, and the compiler's errors ("" when it is there)."""
-    key = "\n".join([SOURCE.read_text(), " ".join(command), cpu_features()])
+def build(command: list[str], name: str, source: Path = SOURCE) -> tuple[Path, str]:
+    """The shared library that `command` (the compiler and its flags) makes of `source`
+    (fused_cpu.cpp, or another kernel's), compiled unless KERNEL_DIR has it, and the compiler's
+    errors ("" when it is there)."""
+    key = "\n".join([source.read_text(), " ".join(command), cpu_features()])
     path = KERNEL_DIR / f"{name}_{hashlib.sha256(key.encode()).hexdigest()[:16]}.so"
     if path.exists():
         return path, ""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     done = subprocess.run(
-        [*command, "-fPIC", "-shared", str(SOURCE), "-o", str(tmp)], capture_output=True, text=True
+        [*command, "-fPIC", "-shared", str(source), "-o", str(tmp)], capture_output=True, text=True
     )
     if done.returncode != 0:
         tmp.unlink(missing_ok=True)

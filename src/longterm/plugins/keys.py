@@ -15,9 +15,9 @@ from longterm.plugins.resolve import (
     takes_any_key,
 )
 
-# Keys of the model section the head (models/head.py) reads, given to an encoder that names them;
-# a readout that names `init` gets the model's too.
-SHARED_KEYS = ("init", "negative_slope")
+# Keys of the model section the head (models/head.py) reads, and `impl`, given to an encoder that
+# names them; a readout that names `init` gets the model's too.
+SHARED_KEYS = ("init", "negative_slope", "impl")
 READOUT_SHARED_KEYS = ("init",)
 
 
@@ -27,6 +27,12 @@ def encoder_keys(cls: type, model: dict[str, Any], common: tuple[str, ...]) -> d
     raises PluginError naming it."""
     shared = {k: model[k] for k in SHARED_KEYS if k in model}
     return plugin_keys(cls, model, common, "model", ENCODER_ARGS, SHARED_KEYS, shared)
+
+
+def takes_impl(cls: type) -> bool:
+    """Whether the encoder `cls` takes `model.impl` itself (its `__init__` names `impl`): it has
+    implementations of its own, which it picks (choices.impl_error)."""
+    return "impl" in own_parameters(cls)
 
 
 def readout_keys(
