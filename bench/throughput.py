@@ -1,13 +1,15 @@
 """Training throughput, peak memory and ops per update of the paper's model (reference, fused,
 auto and `torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and
-of the attention models (transformer, all-attention, feedback) at T0 = 100 and 1000; writes
-docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with --device cuda). A
-benchmark, not a test: every ratio is taken between cases measured in the same run, because the
-machines these run on are shared and their speed varies from run to run.
+of the attention models (transformer, all-attention, feedback) at T0 = 100 and 1000, and of Mamba
+(its compiled CPU kernel, model.impl=auto, at every T0; its readable form, mamba_reference, up to
+T0 = 1000); writes docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with
+--device cuda). A benchmark, not a test: every ratio is taken between cases measured in the same
+run, because the machines these run on are shared and their speed varies from run to run.
 
     python bench/throughput.py                       # the full table, docs/performance.md
     python bench/throughput.py --T0 100 --out /tmp/perf.md
     python bench/throughput.py --T0 100 --cases reference transformer feedback --out /tmp/perf.md
+    python bench/throughput.py --T0 1000 10000 --cases mamba_reference mamba --out /tmp/m.md
     python bench/throughput.py --ops-only --T0 1000 10000     # ops per update only, no timing
     python bench/throughput.py --pack-members 1 4 16 --T0 100  # ops per update of a pack
 
@@ -73,11 +75,15 @@ CASES = {
     "transformer": (["arch=transformer"], False),
     "all_attention": (["arch=all_attention"], False),
     "feedback": (["arch=feedback"], False),
+    "mamba_reference": (["model=mamba", "model.impl=reference"], False),
+    "mamba": (["model=mamba", "model.impl=auto"], False),
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
-MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000}
+# Mamba's readable form keeps its (B, E, N) states of every step for the backward pass: about
+# 5 GB at T0 = 1000 and 50 GB at T0 = 10000.
+MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000, "mamba_reference": 1000}
 # Cases whose aten ops per update are counted on the meta device (see "How it is measured").
-META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
+META_OPS = ("reference", "fused", "auto", "transformer", "all_attention", "mamba")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 
@@ -96,10 +102,12 @@ def build(overrides: list[str], T0: int, device: str) -> tuple[torch.nn.Module, 
 
 
 def model_flops(overrides: list[str], T0: int) -> int:
-    """Matrix-product FLOPs of one update of the reference implementation (forward + backward)."""
-    reference = [
-        o if not o.startswith("model.impl=") else "model.impl=reference" for o in overrides
-    ]
+    """Matrix-product FLOPs of one update of the reference implementation (forward + backward);
+    Mamba's with its compiled kernel (model.impl=auto) whatever the case's, the same count for
+    both forms: its readable form is too large at T0 = 10000, and the count is that of the
+    projections, since the kernel's scan is no matrix product."""
+    impl = "model.impl=auto" if "model=mamba" in overrides else "model.impl=reference"
+    reference = [impl if o.startswith("model.impl=") else o for o in overrides]
     net, (x, y, mask) = build(reference, T0, "cpu")
     # With oneDNN, nn.LSTM runs as one opaque kernel that the counter cannot see into.
     with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
