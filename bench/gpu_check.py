@@ -8,7 +8,9 @@
 (c) bench/throughput.py --device cuda at T0 = 1000 and 10000, writing docs/performance_gpu.md
     (the same generated page as docs/performance.md, with the GPU named);
 (d) an estimate of the whole Table 1 grid's time on this GPU (conf/experiment/table1.yaml, 96
-    runs), from the epoch times measured in (b) and (c), appended to that page.
+    runs), from the epoch times measured in (b) and (c), appended to that page;
+(e) with mamba-ssm installed (`pip install .[mamba]`), its selective_scan_fn against this
+    project's parallel scan (models/selective_scan.py) on CUDA: outputs, gradients and time.
 
 Exit status: 0 when every step passed, 1 when one failed (the rest still run), 2 at once on a
 machine without CUDA, where nothing is checked.
@@ -16,6 +18,7 @@ machine without CUDA, where nothing is checked.
 
 import argparse
 import csv
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -129,6 +132,38 @@ def table1_estimate(run: dict, measured: dict) -> list[str]:
     return lines
 
 
+def mamba_ssm_check(b: int = 8, T: int = 4096, E: int = 128, N: int = 16) -> bool:
+    """(e) mamba-ssm's selective_scan_fn against scan_parallel on CUDA, float32: the largest
+    difference of y and of the gradients relative to the largest value (passes within 1e-3), and
+    the median time of a forward and backward pass of each; False if they differ."""
+    from torch.utils.benchmark import Timer
+
+    from longterm.models.selective_scan import scan_mamba_ssm, scan_parallel
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    u, B, C = (torch.randn(b, T, n, device="cuda", generator=g) for n in (E, N, N))
+    delta = torch.nn.functional.softplus(torch.randn(b, T, E, device="cuda", generator=g) - 2)
+    A = -torch.exp(torch.randn(E, N, device="cuda", generator=g))
+    inputs = [t.requires_grad_() for t in (u, delta, A, B, C, torch.randn(E, device="cuda"))]
+    dy = torch.randn(b, T, E, device="cuda", generator=g)
+    results = {}
+    for name, scan in (("mamba_ssm", scan_mamba_ssm), ("parallel", scan_parallel)):
+        y = scan(*inputs)[0]
+        results[name] = [y, *torch.autograd.grad(y, inputs, dy)]
+        timer = Timer(
+            "torch.autograd.grad(scan(*x)[0], x, dy)",
+            globals=dict(scan=scan, x=inputs, dy=dy, torch=torch),
+        )
+        seconds = timer.blocked_autorange(min_run_time=1).median
+        print(f"{name}: {seconds * 1e3:.2f} ms forward + backward (B={b}, T={T}, E={E}, N={N})")
+    worst = max(
+        ((a - p).abs().max() / a.abs().max()).item()
+        for a, p in zip(results["mamba_ssm"], results["parallel"], strict=True)
+    )
+    print(f"largest difference, relative to the largest value: {worst:.2e} (y and gradients)")
+    return worst < 1e-3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance_gpu.md")
@@ -174,6 +209,13 @@ def main() -> int:
             f.write("\n" + "\n".join(estimate))
     else:
         failures.append("(d) Table 1 estimate")
+
+    if importlib.util.find_spec("mamba_ssm") is None:
+        print("\n== (e) skipped: mamba-ssm is not installed (pip install .[mamba])")
+    else:
+        print("\n== (e) mamba-ssm's selective scan against the parallel scan", flush=True)
+        if not mamba_ssm_check():
+            failures.append("(e) mamba-ssm against the parallel scan")
 
     seconds = time.perf_counter() - started
     print(f"\ngpu-check: {len(failures)} failed {failures} in {seconds:.0f} s; page: {args.out}")

@@ -68,7 +68,7 @@ class MambaMixer(nn.Module):
     def forward(self, u: Tensor) -> Tensor:
         x, z = self.in_proj(u).chunk(2, dim=-1)
         x = F.pad(x.transpose(1, 2), (self.d_conv - 1, 0))  # causal: d_conv - 1 zeros before
-        x = F.silu(self.conv(x)).transpose(1, 2)
+        x = F.silu(self.conv(x).transpose(1, 2).contiguous())  # (B, T, E), as the scan reads it
         delta, B, C = self.selection(x)
         y, _ = selective_scan(x, delta, self.A, B, C, self.D, self.impl)
         return self.out_proj(y * F.silu(z))

@@ -101,7 +101,7 @@ class KernelScan(torch.autograd.Function):
     def forward(ctx, u, delta, A, B, C, D):
         y, chk = selective_scan_cpu.forward(u, delta, A, B, C, D)
         ctx.save_for_backward(u, delta, A, B, C, D, chk)
-        last = chk[:, -1, :, : u.shape[2]].transpose(1, 2)
+        last = chk[:, -1, :, : u.shape[2]].transpose(1, 2).contiguous()  # (B, E, N)
         ctx.mark_non_differentiable(last)
         return y, last
 

@@ -59,13 +59,13 @@ static inline REAL hsum(vec v) {  // lanes summed in order: the same result on e
 }
 
 // exp(z) for z <= 0 (z = Δ A, Δ > 0, A < 0), to about one unit in the last place of REAL:
-// z = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by its Taylor polynomial (to r^7 for float, r^13
-// for double), times 2^k built in the exponent bits. Below LOWEST it gives exp(LOWEST), a
+// z = k ln 2 + r with |r| <= ln 2 / 2, exp(r) by its Taylor polynomial (to r^8 for float,
+// r^13 for double), times 2^k built in the exponent bits. Below LOWEST it gives exp(LOWEST), a
 // decay under 1e-37 that no sum can tell from zero. libm's exp is a scalar call per lane.
 static inline vec exp_(vec z) {
   z = z < (REAL)LOWEST ? (REAL)LOWEST : z;
-  vec y = z * (REAL)1.4426950408889634;                      // z / ln 2 <= 0
-  ivec k = __builtin_convertvector(y - (REAL)0.5, ivec);     // round(y): truncation toward 0
+  vec y = z * (REAL)1.4426950408889634;                   // z / ln 2 <= 0
+  ivec k = __builtin_convertvector(y - (REAL)0.5, ivec);  // round(y): truncation toward 0
   vec kf = __builtin_convertvector(k, vec);
   vec r = z - kf * (REAL)0.693145751953125 - kf * (REAL)1.428606820309417e-06;  // ln 2, in two
 #if REAL_IS_DOUBLE
@@ -74,11 +74,9 @@ static inline vec exp_(vec z) {
   p = p * r + 1 / 3628800.0;
   p = p * r + 1 / 362880.0;
   p = p * r + 1 / 40320.0;
+  p = p * r + 1 / 5040.0;
 #else
   vec p = r * (REAL)(1 / 40320.0) + (REAL)(1 / 5040.0);
-#endif
-#if REAL_IS_DOUBLE
-  p = p * r + 1 / 5040.0;
 #endif
   p = p * r + (REAL)(1 / 720.0);
   p = p * r + (REAL)(1 / 120.0);

@@ -12,6 +12,7 @@ the chunk starts chk (B, T / L + 1, N, E_padded), the last of them the state aft
 """
 
 import ctypes
+import warnings
 from functools import cache
 
 import numpy as np
@@ -45,6 +46,11 @@ def library(channels: int, d_state: int, dtype: torch.dtype) -> ctypes.CDLL:
         path, single = build(command, name, SOURCE)
         if single:
             raise RuntimeError(f"building {SOURCE} failed: {' '.join(command)} {OPENMP}\n{errors}")
+        warnings.warn(
+            f"{command[0]} builds the selective scan's CPU kernel without OpenMP: it runs on one "
+            "thread",
+            stacklevel=2,
+        )
     lib = ctypes.CDLL(str(path))
     P, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.forward.argtypes = [I64, I64, *[P] * 6, INT, P, P]

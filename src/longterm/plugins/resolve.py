@@ -9,7 +9,7 @@ Encoder: `Class(in_features, dim, **own)` is an `nn.Module` with a class attribu
 `causal: bool` and `forward(x (B, T, F), mask (B, T) bool | None) -> h (B, T, D)`, D = dim. Its
 own keys are the other parameters of `__init__`, taken from the model section by name; their type
 hints are their schema (plugins/keys.py checks them before training). The model's `init` and
-`negative_slope`, which the head uses, reach the encoder too when `__init__` names them.
+`negative_slope`, which the head uses, and `impl` reach the encoder too when `__init__` names them.
 
 Readout: `Class(dim, mask_padding, **own)` is an `nn.Module` with a class attribute
 `per_step: bool` and `forward(h (B, T, D), mask (B, T) bool | None) -> c`, c (B, D), or
