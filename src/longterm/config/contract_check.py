@@ -10,13 +10,14 @@ Encoder: it builds; two builds with one seed are identical, and so are two forwa
 float32 gives h (B, T, D) float32 (float64 gives float64); a readout that masks padding (`last`,
 and `attention` and `mean` with mask_padding=true) gives the same result whatever the padded steps
 hold; a model declared causal is causal (h_<=t does not change when steps after t do); every
-parameter gets a gradient. Readout: it builds, identically twice; h (B, T, D) gives c (B, D), or
-(B, T, D) for a per-step one, in h's dtype, the same twice; with mask_padding=true the padded
-states cannot change c; a per-step one keeps causality (c_<=t does not change when states after t
-do); the gradient reaches h and every parameter. Task: the same rng gives the same batch; X, y
-and mask have the shapes and the features the section declares, classes lie in 0..n_outputs - 1;
-padding is zero and comes after the real steps; its chance level, the accuracy of the best
-constant prediction.
+parameter gets a gradient; one with the step form steps as it runs whole and carries the state
+it declares (config/step_form_check.py). Readout: it builds, identically twice; h (B, T, D) gives
+c (B, D), or (B, T, D) for a per-step one, in h's dtype, the same twice; with mask_padding=true
+the padded states cannot change c; a per-step one keeps causality (c_<=t does not change when
+states after t do); the gradient reaches h and every parameter; the step form as an encoder's.
+Task: the same rng gives the same batch; X, y and mask have the shapes and the features the
+section declares, classes lie in 0..n_outputs - 1; padding is zero and comes after the real
+steps; its chance level, the accuracy of the best constant prediction.
 
 `python src/contract.py [overrides]` composes a config as src/train.py does (`--config-dir` too)
 and prints the three reports; the tests run them on every built-in model, readout and task.
@@ -31,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from longterm.choices import TOLERANCE
+from longterm.config.step_form_check import check_encoder_steps, check_readout_steps
 from longterm.config.validate import task_error
 from longterm.models.build import build_encoder, build_readout, encoder_path
 from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
@@ -138,6 +140,7 @@ def encoder_report(
     check_padding(report, enc, x, mask, dim)
     check_causal(report, enc, x, mask)
     check_gradients(report, enc, x, mask)
+    check_encoder_steps(report, enc, in_features, seed)
     return report
 
 
@@ -242,6 +245,7 @@ def readout_report(
     if per_step:
         check_readout_causal(report, readout, h, mask)
     check_readout_gradients(report, readout, h, mask)
+    check_readout_steps(report, readout, dim, seed)
     return report
 
 

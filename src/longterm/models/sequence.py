@@ -1,6 +1,12 @@
-"""Composition of an encoder, a readout over time and a head."""
+"""Composition of an encoder, a readout over time and a head, in its two forms (models/state.py):
+the training form over a whole sequence, and the step form, which carries the encoder's state and
+the readout's and applies the head to each step's c_t."""
+
+from typing import Any
 
 from torch import Tensor, nn
+
+from longterm.models.state import has_step_form
 
 
 class SequenceModel(nn.Module):
@@ -12,3 +18,18 @@ class SequenceModel(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return self.head(self.readout(self.encoder(x, mask), mask))
+
+    def step(self, x_t: Tensor, state: tuple[Any, Any] | None) -> tuple[Tensor, tuple[Any, Any]]:
+        """x_t (B, F), (the encoder's state, the readout's) -> y_t (B, out): the head on c_t, what
+        `forward` gives for steps 0..t (per step: its output at t), and the new states."""
+        encoder_state, readout_state = (None, None) if state is None else state
+        h_t, encoder_state = self.encoder.step(x_t, encoder_state)
+        c_t, readout_state = self.readout.step(h_t, readout_state)
+        return self.head(c_t), (encoder_state, readout_state)
+
+    def state_size(self, length: int) -> int | None:
+        """The encoder's state size plus the readout's after `length` steps; None when either has
+        no step form."""
+        if not (has_step_form(self.encoder) and has_step_form(self.readout)):
+            return None
+        return self.encoder.state_size(length) + self.readout.state_size(length)
