@@ -109,6 +109,7 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[5:]] == sorted(
         ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables", "vocab"]
+        + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
         + MODEL_KEYS
     )
 
@@ -145,6 +146,23 @@ def test_every_run_is_in_the_table_with_every_metric_and_its_status(board, sweep
         assert values["verdict/best_acc"] == pytest.approx(result["best_acc"] or 0.0)
         assert values["verdict/epochs"] == result["epochs"]
         assert {m.training_step for m in row.metric_values} == {result["updates"]}
+
+
+def test_every_run_shows_the_size_of_its_model(board, sweep):
+    """Beside its settings, each run's row holds its parameter count and its state size (the
+    paper's network with attention pooling carries the running weighted sum of its D = 100
+    states, the normaliser and the maximum), as its result.json does."""
+    backend, request = board
+    query = api_pb2.ListSessionGroupsRequest(
+        allowed_statuses=ALL_STATUSES, start_index=0, slice_size=100
+    )
+    groups = list_session_groups.Handler(request, backend, "", query).run().session_groups
+    assert sorted(s.name for g in groups for s in g.sessions) == sorted(NAMES.values())
+    for group in groups:
+        result = read_json(sweep / group.sessions[0].name / "result.json")
+        assert result["state_size"] == 100 + 2
+        for key in ("n_params", "state_size"):
+            assert group.hparams[key].number_value == result[key]
 
 
 def test_the_scalars_tab_opens_on_train_and_val(sweep):

@@ -6,14 +6,19 @@ the state its step form carries, measured, below and above the span."""
 
 import pytest
 import torch
-from conftest import CONF, PLUGINS, conf_names, contract_py
+from conftest import CONF, PLUGINS, ROOT, conf_names, contract_py
 from omegaconf import OmegaConf
 from torch import nn
 
+from longterm.analysis.state_sizes import table as state_size_table
+from longterm.config.command_line import composed
 from longterm.config.contract_check import encoder_report, readout_report
 from longterm.models import FusedSequenceModel, SequenceModel, sequence_model
 from longterm.models.build import build_encoder, build_readout
 from longterm.models.state import has_step_form, run_steps, state_numbers
+from longterm.tasks import default_width
+from longterm.training.parts import build_model
+from longterm.training.record import measured
 
 F, D, B = 3, 16, 2  # small: the whole file runs in a few seconds
 LENGTH = 200  # crosses the 64-step chunks of the linear memory's scan and the attention spans
@@ -173,3 +178,30 @@ def test_the_contract_command_fails_a_step_form_that_drifts(lab):
     assert len(failed) == 1 and "step form equals training form" in failed[0], out.stdout
     assert "state_size is the step form's state, measured" in out.stdout  # its sizes are right
     assert out.stdout.endswith("contract: failed for model=drifting\n")
+
+
+SPAN = "model.attn_span=256"  # longer than the batches: the cache holds every step
+
+
+@pytest.mark.parametrize(
+    "overrides, width",
+    [
+        (["arch=transformer", SPAN, "T0=100"], default_width(100)),  # fixed: the padded width
+        (["arch=transformer", SPAN, "data=variable", "data.max_length=70"], 70),  # the longest
+    ],
+)
+def test_a_run_records_its_state_size_at_the_width_of_its_batches(overrides, width):
+    """result.json's and HPARAMS' `state_size` (training/record.py: measured): the model's
+    declared state size after as many steps as its training batches are wide."""
+    cfg = composed(overrides, CONF)
+    module = build_model(cfg)
+    sizes = measured(cfg, module)
+    assert sizes["state_size"] == module.net.state_size(width) == 2 * 2 * 64 * width
+    assert sizes["n_params"] == sum(p.numel() for p in module.parameters())
+
+
+def test_the_state_size_table_in_the_docs_is_the_generated_one():
+    """docs/models.md, "State size": the output of `python -m longterm.analysis.state_sizes
+    --dim 64`, with a row for every model and readout of conf/ (rerun it when one is added)."""
+    text = (ROOT / "docs" / "models.md").read_text()
+    assert state_size_table(64) in text, "rerun python -m longterm.analysis.state_sizes --dim 64"

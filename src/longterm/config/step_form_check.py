@@ -1,4 +1,4 @@
-"""The contract of the step form (docs/plugins.md, "The step form and the state size";
+"""The contract of the step form (docs/plugins.md, "Step form and state size";
 models/state.py), part of the contract check (config/contract_check.py): an encoder or a readout
 that offers `step` and `state_size` must compute, step by step, what its training form computes,
 and carry the state it declares.
