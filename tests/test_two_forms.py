@@ -44,8 +44,8 @@ def randomised(module: nn.Module, seed: int) -> nn.Module:
     return module.eval()
 
 
-def encoder(name: str, dim: int = D) -> nn.Module:
-    keys = conf("model", name)
+def encoder(name: str, dim: int = D, **changes) -> nn.Module:
+    keys = conf("model", name) | changes
     path = keys.pop("encoder")
     keys.pop("dim")
     torch.manual_seed(0)
@@ -82,6 +82,25 @@ def test_an_encoder_s_step_form_is_its_training_form(name):
     assert sizes == {t: enc.state_size(t) for t in CUTS}
 
 
+@pytest.mark.parametrize(
+    "name, changes",
+    [
+        ("transformer", {"norm": "pre", "attn_span": 16}),
+        ("all_attention", {"norm": "pre", "n_persistent": 0, "attn_span": 1}),
+        ("feedback", {"share_kv": False, "layers": 3, "attn_span": 16}),
+    ],
+)
+def test_the_variants_the_keys_select_step_as_they_run(name, changes):
+    """What the conf files do not choose: pre-norm layers, attention alone over its own step,
+    one key/value projection per layer; spans far shorter than the sequence."""
+    enc = encoder(name, **changes)
+    x = torch.randn(B, 50, F, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    with torch.no_grad():
+        stepped, sizes = steps_in_pieces(enc, x)
+        torch.testing.assert_close(stepped, enc(x), **CLOSE)
+    assert sizes == {t: enc.state_size(t) for t in (1, 40, 50)}
+
+
 @pytest.mark.parametrize("name", conf_names("pool"))
 def test_a_readout_s_step_form_is_its_training_form(name):
     """c_t of the step form is what `forward` gives for the states 0..t (the per-step readout:
@@ -100,27 +119,27 @@ def test_a_readout_s_step_form_is_its_training_form(name):
     assert sizes == {t: pool.state_size(t) for t in (1, 40, T)}
 
 
-@pytest.mark.parametrize("pool_name", conf_names("pool"))
 @pytest.mark.parametrize("name", conf_names("model"))
-def test_a_model_s_step_form_is_the_encoder_s_then_the_readout_s_then_the_head(name, pool_name):
-    """SequenceModel: y_t is the model's output on steps 0..t, and its state size is the
-    encoder's plus the readout's, as measured."""
-    keys, dim, T = conf("model", name), 8, 12
-    path, hidden = keys.pop("encoder"), 5
+def test_a_model_s_step_form_is_the_encoder_s_then_the_readout_s_then_the_head(name):
+    """SequenceModel, with every readout: y_t is the model's output on steps 0..t (per step: at
+    t), and its state size is the encoder's plus the readout's, as measured."""
+    keys, dim, hidden, T = conf("model", name), 8, 5, 12
+    path = keys.pop("encoder")
     own = {k: v for k, v in keys.items() if k not in ("dim", "hidden", "impl")}
-    torch.manual_seed(0)
-    net = sequence_model(path, F, 2, readout(pool_name, dim), dim, hidden, **own)
-    net = randomised(net, seed=3)
     x = torch.randn(B, T, F, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
-    with torch.no_grad():
-        stepped, state = run_steps(net, x)
-        if net.readout.per_step:
-            expected = net(x)
-        else:
-            expected = torch.stack([net(x[:, : t + 1]) for t in range(T)], dim=1)
-    torch.testing.assert_close(stepped, expected, **CLOSE)
-    declared = net.encoder.state_size(T) + net.readout.state_size(T)
-    assert net.state_size(T) == declared == state_numbers(state)
+    for pool_name in conf_names("pool"):
+        torch.manual_seed(0)
+        net = sequence_model(path, F, 2, readout(pool_name, dim), dim, hidden, **own)
+        net = randomised(net, seed=3)
+        with torch.no_grad():
+            stepped, state = run_steps(net, x)
+            if net.readout.per_step:
+                expected = net(x)
+            else:
+                expected = torch.stack([net(x[:, : t + 1]) for t in range(T)], dim=1)
+        torch.testing.assert_close(stepped, expected, **CLOSE, msg=f"pool={pool_name}")
+        declared = net.encoder.state_size(T) + net.readout.state_size(T)
+        assert net.state_size(T) == declared == state_numbers(state), pool_name
 
 
 @pytest.mark.parametrize("pool_name", ["attention", "mean"])
