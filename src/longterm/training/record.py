@@ -7,7 +7,9 @@ result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_S
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
 `best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
 `epochs`, `updates`, `resumed_at_update`, `n_params`, `git_commit`, `machine`, `process`,
-`run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run.
+`run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run;
+a finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and `eval_sequences`
+(training/eval_lengths.py).
 """
 
 import logging
