@@ -4,12 +4,14 @@
 Each task's conf file names its generator by import path (`conf/task/*.yaml`, `generator:`), the
 built-ins' as a user's (longterm.plugins.resolve); `generate(generator, rng, ...)` draws a batch
 from a generator given by path or as the function. Every task pads to the paper's width
-`int(ceil(1.1 * min_length))` (or `max_length`) with lengths uniform on [min_length, width - 1],
-so the datamodules treat them all alike. X is (n, width, n_features) float64 with zeros on
-padding (for a task of token inputs, `inputs: tokens`, X is (n, width) int64 token ids, 0 on
-padding: mqar, selective_copying, induction_heads), mask (n, width) bool with True on real
-steps; y is a float target (regression) or an int64 class (classification), one per sequence (n,), or for the tasks that label steps
-(`task.labels=step`) one per step (n, width) with NO_TARGET on the steps that have none.
+`int(ceil(1.1 * min_length))` (or `max_length`), so the datamodules treat them all alike: the
+paper's tasks and those after them with lengths uniform on [min_length, width - 1], the recall
+tasks of token inputs (mqar, selective_copying, induction_heads) at one length, min_length. X is
+(n, width, n_features) float64 with zeros on padding, or for a task of token inputs (`inputs:
+tokens`) (n, width) int64 token ids, 0 on padding; mask (n, width) bool with True on real steps;
+y is a float target (regression) or an int64 class (classification), one per sequence (n,), or
+for the tasks that label steps (`task.labels=step`) one per step (n, width) with NO_TARGET on
+the steps that have none.
 docs/tasks.md lists each task's source, sampling rules and chance level.
 """
 
