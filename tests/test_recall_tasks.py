@@ -81,7 +81,9 @@ def test_mqar_layout_and_labels():
 def test_selective_copying_layout_and_labels():
     """The data tokens, read in order among the noise, are the labels of the marker steps."""
     T, M, vocab = 40, 6, 10
-    X, y, mask = selective_copying(np.random.RandomState(0), T, 30, None, vocab=vocab, tokens=M)
+    X, y, mask = selective_copying(
+        np.random.RandomState(0), T, 30, None, vocab=vocab, data_tokens=M
+    )
     assert X.shape == y.shape == (30, default_width(T)) and mask[:, :T].all()
     assert (X[:, T - M : T] == vocab - 1).all() and not X[:, T:].any()
     for row in range(30):
@@ -125,7 +127,7 @@ def test_each_task_passes_its_contract_at_its_chance(task, pool, chance):
     [
         (mqar, {"kv_pairs": 20}, "length >= 80"),
         (mqar, {"vocab": 16, "kv_pairs": 8}, "vocab=16"),
-        (selective_copying, {"tokens": 40}, "length >= 80"),
+        (selective_copying, {"data_tokens": 40}, "length >= 80"),
         (induction_heads, {"vocab": 2}, "vocab=2"),
     ],
 )

@@ -5,7 +5,7 @@ code base (state-spaces/s4, src/dataloaders/datasets/copying.py, `torch_copying_
 
 Tokens, ids in 0..vocab-1: 0 is the noise (the blank), 1..vocab-2 the data tokens, vocab-1 the
 marker that asks for the next data token. A sequence of T = min_length steps holds
-- steps 0..T-M-1: M = `tokens` data tokens, each uniform on 1..vocab-2 (repeats allowed), at M
+- steps 0..T-M-1: M = `data_tokens` data tokens, each uniform on 1..vocab-2 (repeats allowed), at M
   positions drawn uniformly without replacement and kept in order; noise everywhere else;
 - steps T-M..T-1: the marker, M times. The label of the i-th marker step is the i-th data token
   (class = its id); every other step has none (NO_TARGET).
@@ -29,15 +29,17 @@ def selective_copying(
     n_sequences: int,
     max_length: int | None = None,
     vocab: int = 16,
-    tokens: int = 16,
+    data_tokens: int = 16,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Returns X (n, width) int64 tokens (0 on padding), y (n, width) int64 data tokens on the
     marker steps and NO_TARGET elsewhere, mask (n, width) bool, True on the first min_length."""
-    T, M, n = min_length, tokens, n_sequences
+    T, M, n = min_length, data_tokens, n_sequences
     if vocab < 3:
         raise ValueError(f"selective_copying: vocab={vocab} must be >= 3 (noise, data, marker)")
     if M < 1 or 2 * M > T:
-        raise ValueError(f"selective_copying: tokens={M} needs 1 <= tokens and length >= {2 * M}")
+        raise ValueError(
+            f"selective_copying: data_tokens={M} needs 1 <= data_tokens and length >= {2 * M}"
+        )
     width = max_length or default_width(T)
     data = rng.randint(1, vocab - 1, size=(n, M))
     places = np.sort(np.argsort(rng.rand(n, T - M), axis=1)[:, :M], axis=1)
