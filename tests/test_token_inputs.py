@@ -15,6 +15,7 @@ from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
 from longterm.models.build import sequence_model
 from longterm.models.readouts import AttentionPooling
+from longterm.sweeps.pack import packable
 from longterm.training.memory_estimate import data_bytes, memory_error
 from longterm.training.parts import build_model
 from longterm.training.run import train
@@ -52,6 +53,14 @@ def test_the_fused_model_embeds_then_runs_its_pass():
     torch.testing.assert_close(out, reference(x, mask))
     out.square().sum().backward()
     assert fused.embedding.weight.grad is not None and fused.embedding.weight.grad.any()
+
+
+def test_token_tasks_and_evaluations_at_other_lengths_run_alone_under_packing():
+    """launcher=packed packs the paper's network on one-hot inputs only (its stacked members
+    carry no embedding), and not a run that evaluates at other lengths after training."""
+    assert packable(composed("pool=attention"))
+    assert not packable(composed("task=induction_heads", "pool=attention"))
+    assert not packable(composed("pool=attention", "eval.lengths=[100]"))
 
 
 BAD = [
