@@ -57,6 +57,7 @@ STATUS = {  # (lr, threshold) -> (result status, HPARAMS session status)
 }
 METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
 TASK_KEYS = ["k", "statements", "variables", "arity", "vocab"]  # the built-in tasks' own keys
+TASK_KEYS += ["kv_pairs", "power_a", "random_non_queries", "data_tokens"]
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
 MODEL_KEYS = ["attn_span", "d_ff", "heads", "layers", "n_persistent", "norm", "share_kv"]
 ALL_STATUSES = [
@@ -244,6 +245,8 @@ def test_the_schema_holds_every_key_a_run_can_have():
         ["task=associative_recall"],
         ["task=algorithmic", "pool=per_step"],
         ["task=fixed_knowledge", "pool=per_step"],
+        ["task=mqar", "pool=per_step"],
+        ["task=selective_copying", "pool=per_step"],
     )
     assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
 

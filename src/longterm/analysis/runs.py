@@ -56,6 +56,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "commit": r["git_commit"],
         "machine": machine_name(r["machine"]),
         "loss": r["loss"],
+        "eval_lengths": r.get("eval_lengths"),  # {"<T0>": accuracy} of eval.lengths, or None
         "config": r["config"],
     }
 

@@ -333,11 +333,12 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
     report.add(not np.array_equal(X, other[0]), "another rng gives another batch")
     width = default_width(min_length)
     error = task_error(task, X[:2], np.asarray(y)[:2], mask[:2], width)
+    tokens = task.get("inputs", "onehot") == "tokens"
+    inputs = f"token ids in 0..{task['vocab'] - 1}" if tokens else f"{task['n_features']} features"
     report.add(
         error is None,
         f"X {X.shape} {X.dtype}, y {np.shape(y)}, mask {mask.shape} {mask.dtype}: "
-        f"{task['n_features']} features, one target per {task['labels']}"
-        + (f": {error}" if error else ""),
+        f"{inputs}, one target per {task['labels']}" + (f": {error}" if error else ""),
     )
     if error:
         return report
@@ -347,7 +348,9 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
         mask.dtype == bool and prefix and lengths.min() >= min_length,
         f"real steps first, then padding; lengths {lengths.min()}..{lengths.max()}",
     )
-    report.add(not X[~mask].any(), "X is zero on padding")
+    report.add(not X[~mask].any(), f"X is zero on padding{' (token id 0)' if tokens else ''}")
+    if tokens:
+        report.facts["memory"] = memory_fact(X, y, mask, task["vocab"])
     labels = np.asarray(y)
     labels = labels[labels != NO_TARGET] if task["labels"] == "step" else labels
     if task["loss"] == "cross_entropy":
@@ -360,6 +363,15 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
         report.add(np.isfinite(labels.astype(float)).all(), "finite targets")
     report.facts["chance"] = f"{chance(labels, task['loss']):.4f} ({chance_rule(task['loss'])})"
     return report
+
+
+def memory_fact(X: np.ndarray, y: np.ndarray, mask: np.ndarray, vocab: int) -> str:
+    """The bytes per sequence of a batch of token ids (X, y, mask), and of one-hot float32
+    inputs over the same `vocab` instead."""
+    n, width = mask.shape
+    held = (X.nbytes + np.asarray(y).nbytes + mask.nbytes) / n
+    one_hot = width * vocab * 4 + (np.asarray(y).nbytes + mask.nbytes) / n
+    return f"{held:,.0f} bytes per sequence of {width} steps; one-hot inputs: {one_hot:,.0f}"
 
 
 def chance(labels: np.ndarray, loss: str) -> float:

@@ -46,16 +46,24 @@ class FusedSequenceModel(SequenceModel):
     on the CPU and moved later), which may also run the modules as written. Its state dict is the
     reference model's, so checkpoints load into either."""
 
-    def __init__(self, encoder: nn.Module, readout: nn.Module, head: nn.Module, impl: str = "auto"):
-        super().__init__(encoder, readout, head)
+    def __init__(
+        self,
+        encoder: nn.Module,
+        readout: nn.Module,
+        head: nn.Module,
+        impl: str = "auto",
+        embedding: nn.Module | None = None,
+    ):
+        super().__init__(encoder, readout, head, embedding)
         self.impl = impl
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         enc, pool = self.encoder, self.readout
+        x = self.embed(x)  # token inputs: embedded first, then the same pass over features
         attention = isinstance(pool, AttentionPooling)
         backend, chunk = plan(self.impl, x, enc.proj.out_features, attention)
         if backend == "reference":
-            return super().forward(x, mask)
+            return self.head(pool(enc(x, mask), mask))
         keep = mask if pool.mask_padding else None
         score = (pool.score.weight, pool.score.bias) if attention else ()
         W, b, slope = enc.proj.weight, enc.proj.bias, enc.negative_slope

@@ -60,7 +60,11 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "statements": float,  # task.params.statements, algorithmic
     "variables": float,  # task.params.variables, algorithmic
     "arity": float,  # task.params.arity, fixed_knowledge
-    "vocab": float,  # task.params.vocab, fixed_knowledge
+    "vocab": float,  # task.params.vocab, fixed_knowledge, mqar, selective_copying, induction_heads
+    "kv_pairs": float,  # task.params.kv_pairs, mqar
+    "power_a": float,  # task.params.power_a, mqar
+    "random_non_queries": bool,  # task.params.random_non_queries, mqar
+    "data_tokens": float,  # task.params.data_tokens, selective_copying
 }
 # Measured on the run's model (training/record.py: measured): its parameters, and the numbers its
 # step form carries per sequence after the training width (absent: no step form).

@@ -9,7 +9,9 @@ result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_S
 `epochs`, `updates`, `resumed_at_update`, `n_params`, `state_size`, `git_commit`, `machine`,
 `process`, `run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a
 stopped run. `state_size` is the numbers the model carries per sequence at inference after as
-many steps as its training batches are wide (`measured`; null for a model with no step form).
+many steps as its training batches are wide (`measured`; null for a model with no step form). A
+finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and `eval_sequences`
+(training/eval_lengths.py).
 """
 
 import logging
