@@ -108,8 +108,9 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[:5]] == ["T0", "lr", "model", "pool", "task"]
     assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
     assert [h.name for h in infos[5:]] == sorted(
-        ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
-        + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables", "vocab"]
+        ["batch_size", "data", "lengths", "loss", "mask_padding"]
+        + ["max_epochs", "max_length", "min_length", "seed"]
+        + TASK_KEYS
         + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
         + MODEL_KEYS
     )
