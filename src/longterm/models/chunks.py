@@ -7,7 +7,8 @@ of CHUNK steps on every device (`fixed_plan`). DeltaNet's transitions are full m
 the chunks one after another, a Python loop of N iterations of a few ops each, and `chunk_plan`
 picks N per device:
 
-- on the CPU, chunks of CHUNK steps: the least memory, and the loop costs nothing there;
+- on the CPU, chunks of CHUNK steps: the least memory; an op's launch costs little there next to
+  the work it does;
 - elsewhere (CUDA, or PyTorch's `meta` device on which models/ops.py counts ops), exactly
   ACCEL_CHUNKS chunks of ceil(T / ACCEL_CHUNKS) steps, whatever T: the ops per update are the
   same at every length (tests/test_gla_deltanet.py holds them equal at T0 = 1000 and 10000), at
@@ -24,7 +25,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-CHUNK = 64  # steps per chunk on the CPU
+CHUNK = 64  # steps per chunk: GLA's everywhere, DeltaNet's on the CPU
 ACCEL_CHUNKS = 64  # chunks per sequence off the CPU: the op count does not depend on T
 
 

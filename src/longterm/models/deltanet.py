@@ -18,8 +18,8 @@ The layer, u (B, T, D) -> y (B, T, D), H heads of d_k = d_v = D / H (the paper's
     q = L2(SiLU(u W_Q)),  k = L2(SiLU(u W_K)),  v = SiLU(u W_V)    (B, T, H, D / H)
     beta = sigmoid(u W_beta)  (B, T, H);    y = RMSNorm(o) W_O,  RMSNorm over each head's d_v
 
-The paper's short convolutions before q, k, v are left out: they would add (kernel - 1) D
-numbers a layer to the state, and none of this project's tasks needs them.
+The paper's short convolutions before q, k, v (an addition to the layer, not to the delta rule)
+are left out: they would add (kernel - 1) 3 D numbers a layer to the state.
 
 The chunked form (§3, the WY representation / UT transform), chunks of C steps (models/chunks.py)
 entering with state S_0: with the pseudo-values u_t = beta_t (v_t - k_t S_{t-1}), S_t = S_0 +
@@ -35,7 +35,7 @@ models/chunks.py fixes off the CPU); then O for every chunk at once. The step fo
 H d_k d_v numbers a layer.
 
 No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only),
-and zoology's DeltaNet mixer calls them; torch has no delta rule. Written from the equations,
+and zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule. Written from the equations,
 with torch.linalg.solve_triangular for the UT transform.
 """
 
