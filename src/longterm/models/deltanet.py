@@ -34,9 +34,9 @@ transitions I - K^T W are full matrices: no cumulative sum replaces this loop, w
 models/chunks.py fixes off the CPU); then O for every chunk at once. The step form carries S:
 H d_k d_v numbers a layer.
 
-No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only),
-and zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule. Written from the equations,
-with torch.linalg.solve_triangular for the UT transform.
+No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only), and
+zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule.
+Written from the equations, with torch.linalg.solve_triangular for the UT transform.
 """
 
 import torch

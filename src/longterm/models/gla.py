@@ -29,15 +29,18 @@ from the chunk's start through step t, and S_0 the state entering the chunk:
 The decay is diagonal, so the state entering chunk n is a sum over the earlier chunks m of what
 each wrote, decayed by the chunks between: all N states at once with an (N + 1, N, d_k) decay
 tensor per head, no loop over chunks (B H N^2 d_k numbers, quadratic in T / C: at B = 100, H = 4,
-d_k = 8 and T = 11000, 100 x 4 x 173 x 172 x 8 = 9.5e7). Inside the chunk (the paper's secondary chunking) sub-chunks of SUB
-steps: between sub-chunks exp(b_t - b_s) = exp(b_t - e_j) exp(e_j - b_s), e_j the log decay before
-sub-chunk j begins, so a matrix product; within a sub-chunk exp(b_t - b_s) itself, a (SUB, SUB,
-d_k) tensor. Every exponent is a sum of log decays, <= 0, summed on its own rather than as the
-difference of two running sums (which rounding would ruin after a strong decay in float32): no
-overflow and no cancellation. The step form carries S: H d_k d_v numbers a layer.
+d_k = 8 and T = 11000, 100 x 4 x 173 x 172 x 8 = 9.5e7). Inside the chunk (the paper's secondary
+chunking) sub-chunks of SUB steps: between sub-chunks
+    exp(b_t - b_s) = exp(b_t - e_j) exp(e_j - b_s),
+e_j the log decay before sub-chunk j begins, so a matrix product; within a sub-chunk
+exp(b_t - b_s) itself, a (SUB, SUB, d_k) tensor. Every exponent is a sum of log decays, <= 0,
+summed on its own rather than as the difference of two running sums (which rounding would ruin
+after a strong decay in float32): no overflow and no cancellation. The step form carries S:
+H d_k d_v numbers a layer.
 
 No library layer runs here: flash-linear-attention's GLA kernels are Triton (CUDA only), and
-zoology's GLA mixer (zoology/mixers/gla.py) imports them; torch has no gated linear attention. Written from the equations.
+zoology's GLA mixer (zoology/mixers/gla.py) imports them; torch has no gated linear attention.
+Written from the equations.
 """
 
 import math
