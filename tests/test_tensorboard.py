@@ -59,6 +59,8 @@ METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
 TASK_KEYS = ["k", "statements", "variables", "arity", "vocab"]  # the built-in tasks' own keys
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
 MODEL_KEYS = ["attn_span", "d_ff", "heads", "layers", "n_persistent", "norm", "share_kv"]
+MODEL_KEYS += ["a_init", "d_state"]  # s4d
+MODEL_KEYS += ["filter_width", "max_window", "min_window", "order", "pos_bands", "short_kernel"]
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
     api_pb2.STATUS_SUCCESS,
@@ -114,13 +116,14 @@ def test_the_table_opens_on_the_columns_that_matter(board):
 
 
 def test_every_string_key_has_its_allowed_values_to_filter_by(board):
-    """Each string key but a model's own (`norm`, free text) lists its values, the names of the
-    conf files for task, pool and model."""
+    """Each string key but a model's own (`norm`, `a_init`, free text) lists its values, the names
+    of the conf files for task, pool and model."""
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
     allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
-    assert strings == {*allowed, "norm"} and not infos["norm"].domain_discrete.values
+    assert strings == {*allowed, "norm", "a_init"}
+    assert not infos["norm"].domain_discrete.values and not infos["a_init"].domain_discrete.values
     for name, values in allowed.items():
         assert [v.string_value for v in infos[name].domain_discrete.values] == list(values)
     assert [v.bool_value for v in infos["mask_padding"].domain_discrete.values] == [False, True]
