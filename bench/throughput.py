@@ -1,6 +1,7 @@
 """Training throughput, peak memory and ops per update of the paper's model (reference, fused,
-auto and `torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and
-of the attention models (transformer, all-attention, feedback) at T0 = 100 and 1000; writes
+auto and `torch.compile` implementations), of recurrent baselines and of the convolutional
+sequence mixers (S4D, Hyena) at T0 = 100, 1000, 10000, and of the attention models (transformer,
+all-attention, feedback) at T0 = 100 and 1000; writes
 docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with --device cuda). A
 benchmark, not a test: every ratio is taken between cases measured in the same run, because the
 machines these run on are shared and their speed varies from run to run.
@@ -73,11 +74,13 @@ CASES = {
     "transformer": (["arch=transformer"], False),
     "all_attention": (["arch=all_attention"], False),
     "feedback": (["arch=feedback"], False),
+    "s4d": (["model=s4d", "pool=last"], False),
+    "hyena": (["model=hyena", "pool=last"], False),
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
 MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000}
 # Cases whose aten ops per update are counted on the meta device (see "How it is measured").
-META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
+META_OPS = ("reference", "fused", "auto", "transformer", "all_attention", "s4d", "hyena")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 
