@@ -51,16 +51,12 @@ ATTENTION_ARCHS = {
 
 
 # The sequence mixers on models/stack.py, D = 64, two layers, on the same task: the input
-# projection 20 * 64 + 64, per layer the mixer and its LayerNorm 2 * 64, the final LayerNorm, the head.
+# projection 20 * 64 + 64, per layer the mixer and its LayerNorm 2 * 64, the final LayerNorm, then
+# the head (the formulas of models/s4d.py and models/hyena.py).
+HYENA_FILTER = 16 * 64 + 64 + 2 * (64**2 + 64) + 3 * 64 + 64 * 128  # K = 8, W = 64, N = 2
 MIXER_LAYER = {
     "s4d": 2 * 64**2 + 2 * 64 * 64 + 4 * 64,  # d_state N = 64
-    # order 2, short_kernel 3, filter_width 64, pos_bands 8
-    "hyena": 3 * (64**2 + 64)
-    + 3 * 64 * 4
-    + (16 * 64 + 64 + 2 * (64**2 + 64) + 3 * 64 + 64 * 128)
-    + 2 * 64
-    + 64**2
-    + 64,
+    "hyena": 3 * (64**2 + 64) + 3 * 64 * 4 + HYENA_FILTER + 2 * 64 + 64**2 + 64,  # k = 3
 }
 MIXER_MODELS = {
     name: 20 * 64 + 64 + 2 * (n + 2 * 64) + 2 * 64 + 7510 for name, n in MIXER_LAYER.items()

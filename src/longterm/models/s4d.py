@@ -58,9 +58,8 @@ def vandermonde_kernel(CB: Tensor, dtA: Tensor, length: int) -> Tensor:
     r = torch.arange(b, device=dtA.device, dtype=dtA.real.dtype)
     q = torch.arange(Q, device=dtA.device, dtype=dtA.real.dtype) * b
     within = torch.exp(dtA[:, :, None] * r)  # exp(r ΔA_n)  (D, N/2, b)
-    across = (
-        torch.exp(dtA[:, None, :] * q[:, None]) * CB[:, None, :]
-    )  # CB_n exp(q b ΔA_n) (D, Q, N/2)
+    # CB_n exp(q b ΔA_n)  (D, Q, N/2)
+    across = torch.exp(dtA[:, None, :] * q[:, None]) * CB[:, None, :]
     return 2 * torch.matmul(across, within).real.flatten(1)[:, :length]
 
 
