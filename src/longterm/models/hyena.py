@@ -119,15 +119,15 @@ class HyenaMixer(nn.Module):
         self.out_proj = nn.Linear(dim, dim)
 
     def forward(self, u: Tensor) -> Tensor:
-        T = u.shape[1]
+        # Channels first, time last, up to the output projection: the short and the long
+        # convolutions run along contiguous memory.
         p = F.pad(self.in_proj(u).transpose(1, 2), (self.short_kernel - 1, 0))
-        p = self.short(p).transpose(1, 2)  # (B, T, (N + 1) D)
-        v, *x = p.chunk(self.order + 1, dim=-1)  # each (B, T, D)
-        h = self.filters(T)  # (N, D, T)
+        v, *x = self.short(p).chunk(self.order + 1, dim=1)  # each (B, D, T)
+        h = self.filters(u.shape[1])  # (N, D, T)
         z = v
         for n in range(self.order):
-            z = x[n] * (causal_fft_conv(z, h[n]) + self.beta[n] * z)
-        return self.out_proj(z)
+            z = x[n] * (causal_fft_conv(z, h[n]) + self.beta[n, :, None] * z)
+        return self.out_proj(z.transpose(1, 2))
 
     def step(self, u_t: Tensor, state: dict[str, Tensor] | None) -> tuple[Tensor, dict]:
         """u_t (B, D); state `short` (B, min(t, k - 1), (N + 1) D), the short convolution's last
