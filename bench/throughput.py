@@ -1,7 +1,7 @@
 """Training throughput, peak memory and ops per update of the paper's model (reference, fused,
-auto and `torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and
-of the attention models (transformer, all-attention, feedback) and the linear-attention ones
-(gla, deltanet) at T0 = 100 and 1000; writes
+auto and `torch.compile` implementations), of recurrent baselines and of the convolutional
+sequence mixers (S4D, Hyena) at T0 = 100, 1000, 10000, and of the attention models (transformer,
+all-attention, feedback) and the linear-attention ones (gla, deltanet) at T0 = 100 and 1000; writes
 docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with --device cuda). A
 benchmark, not a test: every ratio is taken between cases measured in the same run, because the
 machines these run on are shared and their speed varies from run to run.
@@ -76,6 +76,8 @@ CASES = {
     "feedback": (["arch=feedback"], False),
     "gla": (["model=gla", "pool=last"], False),
     "deltanet": (["model=deltanet", "pool=last"], False),
+    "s4d": (["model=s4d", "pool=last"], False),
+    "hyena": (["model=hyena", "pool=last"], False),
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000, and
 # the linear-attention models' chunked tensors (gigabytes at T0 = 10000 on the CPU).
@@ -87,7 +89,8 @@ MAX_T0 = {
     "deltanet": 1000,
 }
 # Cases whose aten ops per update are counted on the meta device (see "How it is measured").
-META_OPS = ("reference", "fused", "auto", "transformer", "all_attention", "gla", "deltanet")
+META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
+META_OPS += ("gla", "deltanet", "s4d", "hyena")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 
