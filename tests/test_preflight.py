@@ -11,7 +11,7 @@ from longterm.config.validate import ConfigError
 BAD_COMMAND_LINES = [
     (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),
     (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
-    (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, feedback, "),
+    (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, "),
     (["task=adition"], "task='adition' is invalid: choose one of addition, algorithmic, "),
     (["pool=atention"], "pool='atention' is invalid: choose one of attention, last, mean, "),
     (["-m", "launcher=paralel"], "launcher='paralel' is invalid: choose one of local, "),
