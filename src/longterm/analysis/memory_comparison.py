@@ -83,7 +83,7 @@ REPORT = """# The memory comparison
 
 Feed-forward attention and mean pooling (the paper), recurrent baselines, a linear memory, and
 three attention models (transformer, all-attention with N persistent slots per head, Feedback
-Transformer; docs/models.md) on the paper's addition and multiplication problems, temporal
+Transformer; docs/attention_models.md) on the paper's addition and multiplication problems, temporal
 order, variable tracking and associative recall at T0 = {T0} (lengths
 {T0}..{longest}), at most {updates} updates of
 {batch_size} sequences each, validation on {val_size} sequences; a run stops

@@ -6,7 +6,8 @@ carries), built from its conf file with D = `--dim`:
     python -m longterm.analysis.state_sizes --dim 64
 
 Prints a Markdown table, a row per conf/model/*.yaml and conf/pool/*.yaml (found there, not
-listed), a column per length; a model's state size is its encoder's plus its readout's.
+listed), its parameters (an encoder's with the paper's two input features, without the head) and
+a column per length; a model's state size is its encoder's plus its readout's.
 """
 
 import argparse
@@ -47,13 +48,13 @@ def modules(dim: int, conf: Path = CONF) -> Iterator[tuple[str, nn.Module]]:
 def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
     """The Markdown table: a row per encoder and readout, its state size after each length."""
     lines = [
-        "| " + " | ".join([f"D = {dim}", *(f"T = {t:,}" for t in lengths)]) + " |",
-        "|---" + "|---:" * len(lengths) + "|",
+        "| " + " | ".join([f"D = {dim}", "parameters", *(f"T = {t:,}" for t in lengths)]) + " |",
+        "|---" + "|---:" * (len(lengths) + 1) + "|",
     ]
     for name, module in modules(dim):
-        lines.append(
-            f"| `{name}` | " + " | ".join(f"{module.state_size(t):,}" for t in lengths) + " |"
-        )
+        cells = [f"{sum(p.numel() for p in module.parameters()):,}"]
+        cells += [f"{module.state_size(t):,}" for t in lengths]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
