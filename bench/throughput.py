@@ -1,10 +1,12 @@
 """Training throughput, peak memory and ops per update of the paper's model (reference, fused,
-auto and `torch.compile` implementations), of recurrent baselines, at T0 = 100, 1000, 10000, and
-of the attention models (transformer, all-attention, feedback) at T0 = 100 and 1000, and of Mamba
-(its compiled CPU kernel, model.impl=auto, at every T0; its readable form, mamba_reference, up to
-T0 = 1000); writes docs/performance.md (`make gpu-check` writes docs/performance_gpu.md with
---device cuda). A benchmark, not a test: every ratio is taken between cases measured in the same
-run, because the machines these run on are shared and their speed varies from run to run.
+auto and `torch.compile` implementations), of recurrent baselines and of the convolutional
+sequence mixers (S4D, Hyena) at T0 = 100, 1000, 10000, of the attention models (transformer,
+all-attention, feedback) and the linear-attention ones (gla, deltanet) at T0 = 100 and 1000, and
+of Mamba (its compiled CPU kernel, model.impl=auto, at every T0; its readable form,
+mamba_reference, up to T0 = 1000); writes docs/performance.md (`make gpu-check` writes
+docs/performance_gpu.md with --device cuda). A benchmark, not a test: every ratio is taken between
+cases measured in the same run, because the machines these run on are shared and their speed
+varies from run to run.
 
     python bench/throughput.py                       # the full table, docs/performance.md
     python bench/throughput.py --T0 100 --out /tmp/perf.md
@@ -75,15 +77,28 @@ CASES = {
     "transformer": (["arch=transformer"], False),
     "all_attention": (["arch=all_attention"], False),
     "feedback": (["arch=feedback"], False),
+    "gla": (["model=gla", "pool=last"], False),
+    "deltanet": (["model=deltanet", "pool=last"], False),
+    "s4d": (["model=s4d", "pool=last"], False),
+    "hyena": (["model=hyena", "pool=last"], False),
     "mamba_reference": (["model=mamba", "model.impl=reference"], False),
     "mamba": (["model=mamba", "model.impl=auto"], False),
 }
-# Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000.
-# Mamba's readable form keeps its (B, E, N) states of every step for the backward pass: about
-# 5 GB at T0 = 1000 and 50 GB at T0 = 10000.
-MAX_T0 = {"transformer": 1000, "all_attention": 1000, "feedback": 1000, "mamba_reference": 1000}
+# Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000, the
+# linear-attention models' chunked tensors (gigabytes at T0 = 10000 on the CPU), and Mamba's
+# readable form, which keeps its (B, E, N) states of every step for the backward pass (about
+# 5 GB at T0 = 1000 and 50 GB at T0 = 10000).
+MAX_T0 = {
+    "transformer": 1000,
+    "all_attention": 1000,
+    "feedback": 1000,
+    "gla": 1000,
+    "deltanet": 1000,
+    "mamba_reference": 1000,
+}
 # Cases whose aten ops per update are counted on the meta device (see "How it is measured").
-META_OPS = ("reference", "fused", "auto", "transformer", "all_attention", "mamba")
+META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
+META_OPS += ("gla", "deltanet", "s4d", "hyena", "mamba")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 

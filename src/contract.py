@@ -30,15 +30,17 @@ def main(argv: list[str]) -> int:
         readout_report,
         task_report,
     )
+    from longterm.models.build import encoder_in_features
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     pool = OmegaConf.to_container(cfg.pool, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)
     shortest = cfg.data.T0 if cfg.data.name == "fixed" else cfg.data.min_length
     keys = {k: v for k, v in model.items() if k not in ("encoder", "dim")}
+    in_features = encoder_in_features(task, model["dim"])  # token inputs: the embedding's width
     reports = {
         f"model={cfg.model.name}": encoder_report(
-            model["encoder"], cfg.task.n_features, model["dim"], keys
+            model["encoder"], in_features, model["dim"], keys
         ),
         f"pool={cfg.pool.name}": readout_report(pool, model["dim"], model),
         f"task={cfg.task.name}": task_report(task, shortest),

@@ -10,6 +10,7 @@ from longterm.analysis.arch_runs import load
 from longterm.analysis.memory_comparison import COMMANDS, main
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
+from longterm.tasks import default_width
 
 
 def test_the_comparison_launches_every_architecture_on_every_task():
@@ -47,11 +48,14 @@ def test_tables_from_a_small_comparison(tmp_path: Path):
     for n in (0, 64):
         arch = f"all_attention N={n}"
         acc, params = runs[runs.arch == arch].best_acc, runs[runs.arch == arch].n_params.iloc[0]
+        state = int(runs[runs.arch == arch].state_size.iloc[0])  # 2 layers' keys and values, D = 64
+        assert state == 2 * 2 * 64 * min(default_width(20), 64 - 1)  # the batches' width, span 64
         low, high = sorted(acc)
         summary = next(line for line in lines if line.startswith(f"| {arch} "))
         assert f"{100 * acc.mean():.1f} ({100 * low:.1f}–{100 * high:.1f})" in summary
         detail = next(line for line in lines if line.startswith(f"| {arch} ") and "," in line)
-        assert re.search(rf"\|\s+{params:,}\s+\|\s+{100 * acc.mean():.1f}\s+\|", detail)
+        cells = rf"\|\s+{params:,}\s+\|\s+{state:,}\s+\|\s+{100 * acc.mean():.1f}\s+\|"
+        assert re.search(cells, detail)
     assert (runs.n_params[runs.arch == "all_attention N=64"] > runs.n_params.min()).all()
     assert "4 runs" in text and re.search(r"Chance .*: temporal_order \d+\.\d%", text)
     assert (

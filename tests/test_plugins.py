@@ -260,7 +260,7 @@ def test_every_built_in_model_keeps_the_encoder_contract(name):
     keys = model_keys(name)
     report = encoder_report(keys.pop("encoder"), 3, keys.pop("dim"), keys)
     assert report.ok, str(report)
-    assert len(report.checks) == 7
+    assert len(report.checks) == 9  # 7, then the step form's two (config/step_form_check.py)
 
 
 @pytest.mark.parametrize("name", conf_names("task"))
@@ -277,6 +277,7 @@ def test_the_contract_rejects_a_model_that_is_not_what_it_declares(monkeypatch):
     report = encoder_report("leaky.Leaky", 3, 8, {})
     assert not report.ok
     assert [c.ok for c in report.checks] == [True, True, True, True, False, False, True]
+    assert report.facts["step form"].startswith("none (state_size not defined)")
     task = OmegaConf.to_container(OmegaConf.load(CONF / "task" / "addition.yaml"))
     report = task_report({**task, "n_features": 3}, 50)
     assert not report.ok and "task.n_features=3 is invalid" in str(report)

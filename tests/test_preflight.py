@@ -3,7 +3,7 @@ job a command line would launch is composed and validated. test_train.py runs a 
 lines through the entry point itself; test_config.py holds the schema's own cases."""
 
 import pytest
-from conftest import CONF, composed
+from conftest import CONF, composed, conf_names
 
 from longterm.config.command_line import check, job_overrides
 from longterm.config.validate import ConfigError
@@ -11,14 +11,13 @@ from longterm.config.validate import ConfigError
 BAD_COMMAND_LINES = [
     (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),
     (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
-    (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, feedback, "),
+    (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, "),
     (["task=adition"], "task='adition' is invalid: choose one of addition, algorithmic, "),
     (["pool=atention"], "pool='atention' is invalid: choose one of attention, last, mean, "),
     (["-m", "launcher=paralel"], "launcher='paralel' is invalid: choose one of local, "),
     (
         ["model=gru"],
-        "model='gru' is invalid: choose one of all_attention, feedback, feedforward, "
-        "linear_memory, lstm, mamba, rnn, transformer",
+        f"model='gru' is invalid: choose one of {', '.join(conf_names('model'))}",
     ),
     (["arch=gpt"], "arch='gpt' is invalid: choose one of all_attention, attention"),
     (

@@ -228,4 +228,4 @@ def test_every_built_in_readout_keeps_the_readout_contract(name, mask_padding):
     report = readout_report({**pool, "mask_padding": mask_padding}, 8)
     assert report.ok, str(report)
     per_step = name == "per_step"
-    assert len(report.checks) == 5 + mask_padding + per_step, str(report)
+    assert len(report.checks) == 7 + mask_padding + per_step, str(report)  # 2: the step form

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FOUR_STEPS, composed, conf_names, quick, read_json, train_py
+from conftest import FOUR_STEPS, ROOT, composed, conf_names, quick, read_json, train_py
 from google.protobuf import struct_pb2
 from omegaconf import OmegaConf, open_dict
 from tensorboard import context
@@ -23,7 +23,7 @@ from tensorboard.plugins.hparams import (
 )
 
 from longterm.analysis.events import scalars
-from longterm.choices import LENGTHS, LOSSES
+from longterm.choices import COMMON_MODEL_KEYS, LENGTHS, LOSSES
 from longterm.config import run_names
 from longterm.training.hparams_records import (
     FILE_VERSION,
@@ -55,11 +55,26 @@ STATUS = {  # (lr, threshold) -> (result status, HPARAMS session status)
     (1e30, 0.0): ("diverged", api_pb2.STATUS_FAILURE),
     (1e30, 1.0): ("diverged", api_pb2.STATUS_FAILURE),
 }
+
+
+def own_model_keys() -> dict[str, object]:
+    """Every built-in model's own keys (conf/model/*.yaml, less the keys every model has), each
+    with its value in the first conf file that has it."""
+    own: dict[str, object] = {}
+    for path in sorted((ROOT / "conf" / "model").glob("*.yaml")):
+        for key, value in OmegaConf.to_container(OmegaConf.load(path)).items():
+            if key not in (*COMMON_MODEL_KEYS, "defaults"):
+                own.setdefault(key, value)
+    return own
+
+
 METRICS = ["verdict/solved", "verdict/best_acc", "verdict/epochs"]
 TASK_KEYS = ["k", "statements", "variables", "arity", "vocab"]  # the built-in tasks' own keys
+TASK_KEYS += ["kv_pairs", "power_a", "random_non_queries", "data_tokens"]
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
-MODEL_KEYS = ["attn_span", "d_ff", "heads", "layers", "n_persistent", "norm", "share_kv"]
-MODEL_KEYS += ["d_conv", "d_state", "dt_rank", "expand"]  # mamba
+MODEL_OWN = own_model_keys()  # key -> a value of it, from the conf files
+MODEL_KEYS = sorted(MODEL_OWN)
+FREE_TEXT = {k for k, v in MODEL_OWN.items() if isinstance(v, str)}  # `norm`, `decay`, `a_init`
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
     api_pb2.STATUS_SUCCESS,
@@ -108,20 +123,23 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[:5]] == ["T0", "lr", "model", "pool", "task"]
     assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
     assert [h.name for h in infos[5:]] == sorted(
-        ["arity", "batch_size", "data", "k", "lengths", "loss", "mask_padding"]
-        + ["max_epochs", "max_length", "min_length", "seed", "statements", "variables", "vocab"]
+        ["batch_size", "data", "lengths", "loss", "mask_padding"]
+        + ["max_epochs", "max_length", "min_length", "seed"]
+        + TASK_KEYS
+        + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
         + MODEL_KEYS
     )
 
 
 def test_every_string_key_has_its_allowed_values_to_filter_by(board):
-    """Each string key but a model's own (`norm`, free text) lists its values, the names of the
-    conf files for task, pool and model."""
+    """Each string key but a model's own (free text: `norm`, `decay`, ...) lists its values, the
+    names of the conf files for task, pool and model."""
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
     allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
-    assert strings == {*allowed, "norm"} and not infos["norm"].domain_discrete.values
+    assert strings == {*allowed, *FREE_TEXT}
+    assert not any(infos[k].domain_discrete.values for k in FREE_TEXT)
     for name, values in allowed.items():
         assert [v.string_value for v in infos[name].domain_discrete.values] == list(values)
     assert [v.bool_value for v in infos["mask_padding"].domain_discrete.values] == [False, True]
@@ -146,6 +164,23 @@ def test_every_run_is_in_the_table_with_every_metric_and_its_status(board, sweep
         assert values["verdict/best_acc"] == pytest.approx(result["best_acc"] or 0.0)
         assert values["verdict/epochs"] == result["epochs"]
         assert {m.training_step for m in row.metric_values} == {result["updates"]}
+
+
+def test_every_run_shows_the_size_of_its_model(board, sweep):
+    """Beside its settings, each run's row holds its parameter count and its state size (the
+    paper's network with attention pooling carries the running weighted sum of its D = 100
+    states, the normaliser and the maximum), as its result.json does."""
+    backend, request = board
+    query = api_pb2.ListSessionGroupsRequest(
+        allowed_statuses=ALL_STATUSES, start_index=0, slice_size=100
+    )
+    groups = list_session_groups.Handler(request, backend, "", query).run().session_groups
+    assert sorted(s.name for g in groups for s in g.sessions) == sorted(NAMES.values())
+    for group in groups:
+        result = read_json(sweep / group.sessions[0].name / "result.json")
+        assert result["state_size"] == 100 + 2
+        for key in ("n_params", "state_size"):
+            assert group.hparams[key].number_value == result[key]
 
 
 def test_the_scalars_tab_opens_on_train_and_val(sweep):
@@ -227,6 +262,8 @@ def test_the_schema_holds_every_key_a_run_can_have():
         ["task=associative_recall"],
         ["task=algorithmic", "pool=per_step"],
         ["task=fixed_knowledge", "pool=per_step"],
+        ["task=mqar", "pool=per_step"],
+        ["task=selective_copying", "pool=per_step"],
     )
     assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
 

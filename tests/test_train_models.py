@@ -50,14 +50,29 @@ ATTENTION_ARCHS = {
 }
 
 
-def test_attention_models_train(tmp_path):
-    """The three attention models through src/train.py, read at their last real step."""
-    args = [f"arch={','.join(ATTENTION_ARCHS)}", "task=variable_tracking", *TINY]
+# The sequence mixers on models/stack.py, D = 64, two layers, on the same task: the input
+# projection 20 * 64 + 64, per layer the mixer and its LayerNorm 2 * 64, the final LayerNorm, then
+# the head (the formulas of models/s4d.py and models/hyena.py).
+HYENA_FILTER = 16 * 64 + 64 + 2 * (64**2 + 64) + 3 * 64 + 64 * 128  # K = 8, W = 64, N = 2
+MIXER_LAYER = {
+    "s4d": 2 * 64**2 + 2 * 64 * 64 + 4 * 64,  # d_state N = 64
+    "hyena": 3 * (64**2 + 64) + 3 * 64 * 4 + HYENA_FILTER + 2 * 64 + 64**2 + 64,  # k = 3
+}
+MIXER_MODELS = {
+    name: 20 * 64 + 64 + 2 * (n + 2 * 64) + 2 * 64 + 7510 for name, n in MIXER_LAYER.items()
+}
+
+
+def test_attention_models_and_sequence_mixers_train(tmp_path):
+    """The three attention models and the sequence mixers through src/train.py, read at their
+    last real step (model=, whose conf files choose pool=last as the arch= presets do)."""
+    expected = {**ATTENTION_ARCHS, **MIXER_MODELS}
+    args = [f"model={','.join(expected)}", "task=variable_tracking", *TINY]
     results = {r["model"]: r for r in multirun(tmp_path, *args)}
-    assert sorted(results) == sorted(ATTENTION_ARCHS)
+    assert sorted(results) == sorted(expected)
     for name, r in results.items():
         assert (r["pool"], r["status"], r["updates"]) == ("last", "max_epochs", 3)
-        assert r["n_params"] == ATTENTION_ARCHS[name] and 0.0 <= r["best_acc"] <= 1.0
+        assert r["n_params"] == expected[name] and 0.0 <= r["best_acc"] <= 1.0
         assert r["diverged_step"] is None
 
 

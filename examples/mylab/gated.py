@@ -6,7 +6,9 @@ Each step's state is weighed by a gate of its own, whatever the other steps hold
 paper's attention (Raffel & Ellis 2015, eq. 1) makes the steps compete through a softmax.
 
 The readout contract (longterm docs/plugins.md): built from dim, mask_padding and its own keys
-(here `bias`); forward(h (B, T, D), mask (B, T)) -> c (B, D); `per_step` says what it gives.
+(here `bias`); forward(h (B, T, D), mask (B, T)) -> c (B, D); `per_step` says what it gives. The
+optional step form: step(h_t (B, D), state) -> (c_t, state), c_t the pooling of steps 0..t,
+carrying sum_t g_t h_t and sum_t g_t; state_size(length) = D + 1.
 """
 
 import torch
@@ -29,3 +31,14 @@ class Gated(nn.Module):
         if mask is not None and self.mask_padding:
             g = g * mask.to(g.dtype)  # padded steps get no weight
         return torch.einsum("bt,btd->bd", g, h) / g.sum(1, keepdim=True)
+
+    def step(
+        self, h_t: Tensor, state: tuple[Tensor, Tensor] | None
+    ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """h_t (B, D), (sum g h (B, D), sum g (B, 1)) or None -> c_t (B, D), the new sums."""
+        g = torch.sigmoid(self.gate(h_t))  # (B, 1)
+        total, weight = (g * h_t, g) if state is None else (state[0] + g * h_t, state[1] + g)
+        return total / weight, (total, weight)
+
+    def state_size(self, length: int) -> int:
+        return self.gate.in_features + 1

@@ -6,7 +6,9 @@
 
 The encoder contract (longterm docs/plugins.md): built from in_features, dim and its own keys
 (here `layers`); forward(x (B, T, F), mask (B, T)) -> h (B, T, D); `causal` says whether h_t sees
-only steps <= t. The framework adds the readout (pool=) and the paper's head.
+only steps <= t. The framework adds the readout (pool=) and the paper's head. The optional step
+form: step(x_t (B, F), state) -> (h_t (B, D), state), the same GRU on one step, carrying each
+layer's h_t; state_size(length) = layers * D, the numbers it carries per sequence.
 """
 
 from torch import Tensor, nn
@@ -25,3 +27,12 @@ class GRU(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return self.gru(x)[0]
+
+    def step(self, x_t: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
+        """x_t (B, F), each layer's h_{t-1} (B, layers, D) or None -> h_t (B, D), the new ones."""
+        h = None if state is None else state.transpose(0, 1).contiguous()  # nn.GRU's (L, B, D)
+        out, h = self.gru(x_t[:, None], h)
+        return out[:, 0], h.transpose(0, 1)
+
+    def state_size(self, length: int) -> int:
+        return self.gru.num_layers * self.gru.hidden_size

@@ -6,6 +6,9 @@
 # user's. What a readout does is its class's: a name is a label only.
 LABELS = ("sequence", "step")  # task.labels: one target per sequence y (B,), or per step (B, T)
 LOSSES = ("mse", "cross_entropy")  # task.loss
+# task.inputs: one-hot features X (B, T, n_features) float, or token ids X (B, T) int64 that an
+# embedding of width model.dim turns into features (models/build.py: sequence_model)
+INPUTS = ("onehot", "tokens")
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 # The model section's keys that the framework reads (models/build.py); the others are the
 # encoder's own (plugins/keys.py: encoder_keys).

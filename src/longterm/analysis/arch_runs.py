@@ -43,7 +43,8 @@ def load(dirs: list[Path]) -> pd.DataFrame:
                 "task": r["task"] + (f" k={k}" if k is not None else ""),
                 "arch": arch_name(r),
                 **{c: r[c] for c in ("seed", "best_acc", "status", "epoch_solved", "updates")},
-                **{c: r[c] for c in ("wall_time_s", "n_params", "commit", "machine", "loss")},
+                **{c: r[c] for c in ("wall_time_s", "n_params", "state_size", "commit")},
+                **{c: r[c] for c in ("machine", "loss")},
                 "data": r["config"]["data"],
             }
         )
@@ -73,12 +74,14 @@ def provenance(df: pd.DataFrame) -> str:
 
 
 def setting(df: pd.DataFrame) -> dict:
-    """What a table's prose says of its runs: T0, the longest sequence, the most updates, the batch
-    and validation sizes (those of the first run), and the provenance."""
+    """What a table's prose says of its runs: T0, the longest sequence and the batches' width,
+    the most updates, the batch and validation sizes (those of the first run), and the
+    provenance."""
     first = df.data.iloc[0]
     return {
         "T0": first["T0"],
         "longest": default_width(first["T0"]) - 1,
+        "width": default_width(first["T0"]),
         "updates": df.updates.max(),
         "batch_size": first["batch_size"],
         "val_size": first["val_size"],

@@ -17,6 +17,8 @@ Writes to --out (by default `<first sweep>/collected/`, never docs/ unless named
     paper_position.md      every seed beside the paper's single run, cell by cell, with a
                            sentence: inside our range or not, and what moves the seeds
     sweeps.md              each sweep's commands, commits, machine, runs and wall time
+    length_extrapolation.md, length_extrapolation.csv
+                           accuracy at the lengths of eval.lengths, for runs that have them
     epochs_vs_T0.png, learning_curves.png, accuracy_by_length.png,
     variable_length_curves.png, paper_position.png
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from longterm.analysis.length_extrapolation import length_markdown, length_table
 from longterm.analysis.masking import masking, masking_markdown
 from longterm.analysis.paper_position import (
     positions_markdown,
@@ -63,6 +66,7 @@ OUTPUTS = (
     *("accuracy_by_length.csv", "epochs_vs_T0.png", "learning_curves.png"),
     *("variable_length_curves.png", "accuracy_by_length.png"),
     *("paper_position.md", "paper_position.png"),
+    *("length_extrapolation.md", "length_extrapolation.csv"),
 )
 COLLECTED = "collected"  # the default output, inside the first sweep
 
@@ -84,7 +88,7 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
-    runs.drop(columns="config").to_csv(out / "runs.csv", index=False)
+    runs.drop(columns=["config", "eval_lengths"]).to_csv(out / "runs.csv", index=False)
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
     seeds = table1_seeds(runs)
     cells = table1(seeds)
@@ -112,6 +116,10 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     m = masking(runs)
     if not m.empty:
         write(masking_markdown(m), out / "masking.md", "Masking the padding")
+    lengths = length_table(runs)
+    if not lengths.empty:
+        lengths.to_csv(out / "length_extrapolation.csv", index=False)
+        write(length_markdown(lengths), out / "length_extrapolation.md", "Length extrapolation")
     t, v = table1_positions(seeds, runs), variable_positions(runs)
     if not (t.empty and v.empty):
         text = positions_markdown(t, v)

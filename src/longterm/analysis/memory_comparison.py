@@ -6,7 +6,9 @@
 
 Every architecture on every task: the best validation accuracy of each run, as the mean over
 seeds and its range (lowest and highest seed), beside the parameter count of the architecture on
-that task; the best constant predictor (chance) on the same validation sets for reference.
+that task and its state size (the numbers it carries per sequence at inference after the training
+width; – where its runs did not record one); the best constant predictor (chance) on the same
+validation sets for reference.
 """
 
 import shlex
@@ -25,11 +27,12 @@ COMMANDS = (
 
 
 def over_seeds(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per task and architecture: parameters, seeds, mean and range of the best accuracy (%),
-    runs solved, mean wall time."""
+    """Per task and architecture: parameters, state size, seeds, mean and range of the best
+    accuracy (%), runs solved, mean wall time."""
     grouped = runs.groupby(["task", "arch"], sort=False)
     return grouped.agg(
         params=("n_params", "max"),
+        state=("state_size", "max"),
         seeds=("seed", "nunique"),
         mean=("best_acc", "mean"),
         low=("best_acc", "min"),
@@ -59,6 +62,7 @@ def task_table(stats: pd.DataFrame) -> pd.DataFrame:
         {
             "architecture": stats.arch,
             "parameters": stats.params.map("{:,}".format),
+            "state size": stats.state.map(lambda n: "–" if pd.isna(n) else f"{int(n):,}"),
             "mean best acc (%)": stats["mean"].map(pct),
             "range (%)": stats.low.map(pct) + "–" + stats.high.map(pct),
             "seeds": stats.seeds,
@@ -79,7 +83,7 @@ REPORT = """# The memory comparison
 
 Feed-forward attention and mean pooling (the paper), recurrent baselines, a linear memory, and
 three attention models (transformer, all-attention with N persistent slots per head, Feedback
-Transformer; docs/models.md) on the paper's addition and multiplication problems, temporal
+Transformer; docs/attention_models.md) on the paper's addition and multiplication problems, temporal
 order, variable tracking and associative recall at T0 = {T0} (lengths
 {T0}..{longest}), at most {updates} updates of
 {batch_size} sequences each, validation on {val_size} sequences; a run stops
@@ -101,7 +105,10 @@ Commands (conf/experiment/memory_comparison.yaml), then these tables:
 
 Chance (the best constant predictor on the same validation sets): {chance}.
 
-## Per task, with parameter counts
+## Per task, with parameter counts and state sizes
+
+The state size is what the architecture carries per sequence at inference after {width} steps,
+the width of the training batches (docs/models.md, "State size").
 
 {tasks}
 """

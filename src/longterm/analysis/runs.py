@@ -2,7 +2,9 @@
 
 A run directory (a Hydra job: it holds `.hydra/`) without a result.json, or with one that does
 not parse, is skipped with a warning naming it, as is a run that has not finished (interrupted,
-failed). Diverged runs are kept: they are results.
+failed). Diverged runs are kept: they are results. Beside `n_params` stands `state_size`
+(numbers per sequence the model carries at inference, training/record.py), empty for a run
+recorded before it was, or of a model with no step form.
 """
 
 import json
@@ -43,6 +45,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "max_length": r.get("max_length"),
         **{k: r[k] for k in ("status", "epoch_solved", "epochs", "max_epochs", "updates")},
         **{k: r[k] for k in ("best_acc", "final_acc", "diverged_step", "n_params")},
+        "state_size": r.get("state_size"),  # absent from runs recorded before it was
         "history": r["val_acc_history"],
         "wall_time_s": r["wall_time_s"],
         "resumed_at_update": r.get("resumed_at_update"),
@@ -53,6 +56,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "commit": r["git_commit"],
         "machine": machine_name(r["machine"]),
         "loss": r["loss"],
+        "eval_lengths": r.get("eval_lengths"),  # {"<T0>": accuracy} of eval.lengths, or None
         "config": r["config"],
     }
 

@@ -10,13 +10,14 @@ Encoder: it builds; two builds with one seed are identical, and so are two forwa
 float32 gives h (B, T, D) float32 (float64 gives float64); a readout that masks padding (`last`,
 and `attention` and `mean` with mask_padding=true) gives the same result whatever the padded steps
 hold; a model declared causal is causal (h_<=t does not change when steps after t do); every
-parameter gets a gradient. Readout: it builds, identically twice; h (B, T, D) gives c (B, D), or
-(B, T, D) for a per-step one, in h's dtype, the same twice; with mask_padding=true the padded
-states cannot change c; a per-step one keeps causality (c_<=t does not change when states after t
-do); the gradient reaches h and every parameter. Task: the same rng gives the same batch; X, y
-and mask have the shapes and the features the section declares, classes lie in 0..n_outputs - 1;
-padding is zero and comes after the real steps; its chance level, the accuracy of the best
-constant prediction.
+parameter gets a gradient; one with the step form steps as it runs whole and carries the state
+it declares (config/step_form_check.py). Readout: it builds, identically twice; h (B, T, D) gives
+c (B, D), or (B, T, D) for a per-step one, in h's dtype, the same twice; with mask_padding=true
+the padded states cannot change c; a per-step one keeps causality (c_<=t does not change when
+states after t do); the gradient reaches h and every parameter; the step form as an encoder's.
+Task: the same rng gives the same batch; X, y and mask have the shapes and the features the
+section declares, classes lie in 0..n_outputs - 1; padding is zero and comes after the real
+steps; its chance level, the accuracy of the best constant prediction.
 
 `python src/contract.py [overrides]` composes a config as src/train.py does (`--config-dir` too)
 and prints the three reports; the tests run them on every built-in model, readout and task.
@@ -31,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from longterm.choices import TOLERANCE
+from longterm.config.step_form_check import check_encoder_steps, check_readout_steps
 from longterm.config.validate import task_error
 from longterm.models.build import build_encoder, build_readout, encoder_path
 from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
@@ -138,6 +140,7 @@ def encoder_report(
     check_padding(report, enc, x, mask, dim)
     check_causal(report, enc, x, mask)
     check_gradients(report, enc, x, mask)
+    check_encoder_steps(report, enc, in_features, seed)
     return report
 
 
@@ -242,6 +245,7 @@ def readout_report(
     if per_step:
         check_readout_causal(report, readout, h, mask)
     check_readout_gradients(report, readout, h, mask)
+    check_readout_steps(report, readout, dim, seed)
     return report
 
 
@@ -329,11 +333,12 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
     report.add(not np.array_equal(X, other[0]), "another rng gives another batch")
     width = default_width(min_length)
     error = task_error(task, X[:2], np.asarray(y)[:2], mask[:2], width)
+    tokens = task.get("inputs", "onehot") == "tokens"
+    inputs = f"token ids in 0..{task['vocab'] - 1}" if tokens else f"{task['n_features']} features"
     report.add(
         error is None,
         f"X {X.shape} {X.dtype}, y {np.shape(y)}, mask {mask.shape} {mask.dtype}: "
-        f"{task['n_features']} features, one target per {task['labels']}"
-        + (f": {error}" if error else ""),
+        f"{inputs}, one target per {task['labels']}" + (f": {error}" if error else ""),
     )
     if error:
         return report
@@ -343,7 +348,9 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
         mask.dtype == bool and prefix and lengths.min() >= min_length,
         f"real steps first, then padding; lengths {lengths.min()}..{lengths.max()}",
     )
-    report.add(not X[~mask].any(), "X is zero on padding")
+    report.add(not X[~mask].any(), f"X is zero on padding{' (token id 0)' if tokens else ''}")
+    if tokens:
+        report.facts["memory"] = memory_fact(X, y, mask, task["vocab"])
     labels = np.asarray(y)
     labels = labels[labels != NO_TARGET] if task["labels"] == "step" else labels
     if task["loss"] == "cross_entropy":
@@ -356,6 +363,15 @@ def task_report(task: dict[str, Any], min_length: int, seed: int = 0) -> Report:
         report.add(np.isfinite(labels.astype(float)).all(), "finite targets")
     report.facts["chance"] = f"{chance(labels, task['loss']):.4f} ({chance_rule(task['loss'])})"
     return report
+
+
+def memory_fact(X: np.ndarray, y: np.ndarray, mask: np.ndarray, vocab: int) -> str:
+    """The bytes per sequence of a batch of token ids (X, y, mask), and of one-hot float32
+    inputs over the same `vocab` instead."""
+    n, width = mask.shape
+    held = (X.nbytes + np.asarray(y).nbytes + mask.nbytes) / n
+    one_hot = width * vocab * 4 + (np.asarray(y).nbytes + mask.nbytes) / n
+    return f"{held:,.0f} bytes per sequence of {width} steps; one-hot inputs: {one_hot:,.0f}"
 
 
 def chance(labels: np.ndarray, loss: str) -> float:

@@ -28,6 +28,7 @@ SETTINGS = (
     *("task", "loss", "pool", "model", "data", "T0", "lr", "seed", "mask_padding"),
     *("batch_size", "max_epochs", "lengths", "min_length", "max_length"),
     *("k", "statements", "variables", "arity", "vocab"),
+    *("kv_pairs", "power_a", "random_non_queries", "data_tokens"),
 )
 
 

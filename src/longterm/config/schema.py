@@ -17,6 +17,7 @@ from longterm.choices import (
     AUTO,
     IMPLS,
     INITS,
+    INPUTS,
     LABELS,
     LENGTHS,
     LOSSES,
@@ -47,20 +48,39 @@ class Section(BaseModel):
 # TensorBoard.
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
+# A task's own key (task.params.*): an integer, a number (mqar: power_a) or a flag.
+TaskParams = dict[str, int | float | bool]
 
 
 class TaskSection(Section):
     """A task: its generator by import path (longterm.plugins.resolve), what it labels and how it is
     scored; whether the generator gives what the section declares is checked in
-    config/validate.py."""
+    config/validate.py. `inputs`: one-hot features (`n_features` of them per step) or token ids
+    (`vocab` of them), which an embedding of width model.dim reads."""
 
     name: Name
     generator: ImportPath
     labels: Literal[LABELS]
-    n_features: int = Field(ge=1)
+    inputs: Literal[INPUTS] = "onehot"
+    n_features: int | None = Field(default=None, ge=1)
+    vocab: int | None = Field(default=None, ge=2)
     n_outputs: int = Field(ge=1)
     loss: Literal[LOSSES]
-    params: dict[str, int]  # the generator's own keys (associative_recall: k)
+    params: TaskParams  # the generator's own keys (associative_recall: k)
+
+    @model_validator(mode="after")
+    def inputs_declared(self) -> "TaskSection":
+        if self.inputs == "onehot" and (self.n_features is None or self.vocab is not None):
+            raise ValueError(
+                "inputs=onehot needs n_features (features per step) and no vocab; "
+                "for token ids give inputs=tokens and vocab"
+            )
+        if self.inputs == "tokens" and (self.vocab is None or self.n_features is not None):
+            raise ValueError(
+                "inputs=tokens needs vocab (the number of token ids) and no n_features: the "
+                "encoder reads the embedding's model.dim features"
+            )
+        return self
 
     @model_validator(mode="after")
     def outputs_fit_the_loss(self) -> "TaskSection":
@@ -104,7 +124,7 @@ class DataSection(Section):
     batch_size: int = Field(ge=1)
     batches_per_epoch: int = Field(ge=1)
     num_workers: Annotated[Any, count_or_auto(0)]  # data.py: feed_workers
-    task_params: dict[str, int]
+    task_params: TaskParams
 
 
 class FixedDataSection(DataSection):
@@ -269,6 +289,23 @@ class CallbacksSection(OpenSection):
     stop_on_divergence: StopOnDivergenceSection
 
 
+def eval_lengths(value: Any) -> Any:
+    """eval.lengths: a list of sequence lengths (each a T0), integers >= MIN_LENGTH; empty: none."""
+    if isinstance(value, list) and all(type(t) is int and t >= MIN_LENGTH for t in value):
+        return value
+    raise PydanticCustomError(
+        "lengths", f"Input should be a list of sequence lengths, integers >= {MIN_LENGTH}"
+    )
+
+
+class EvalSection(Section):
+    """After training, the trained model's accuracy on the same task at each T0 of `lengths`
+    (length extrapolation), `sequences` sequences each (training/eval_lengths.py)."""
+
+    lengths: Annotated[Any, AfterValidator(eval_lengths)] = []
+    sequences: int = Field(default=1000, ge=1)
+
+
 class TrainConfig(OpenSection):
     T0: int = Field(ge=MIN_LENGTH, description="shortest sequence length")
     lr: float = Field(gt=0)
@@ -280,6 +317,7 @@ class TrainConfig(OpenSection):
     data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
     trainer: TrainerSection
     callbacks: CallbacksSection
+    eval: EvalSection = EvalSection()
     launcher: Annotated[
         LocalLauncher | ParallelLauncher | PackedLauncher | SubmititLocalLauncher | SlurmLauncher,
         Field(discriminator="name"),

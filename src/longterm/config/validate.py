@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, impl_error, targets_error
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
+from longterm.models.build import encoder_in_features
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import (
     PluginError,
@@ -98,6 +99,8 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
         if err["type"] == "extra_forbidden":
             section = key.rpartition(".")[0]
             choice = fields.get(section, {}).get("name")
+            if choice is None:  # a section that is no choice (eval, optim)
+                raise ConfigError(f"{key} is not a key of {section}: remove it") from None
             raise ConfigError(
                 f"{key} is not a key of {section}={choice}: "
                 f"remove it or choose a {section} config that has it"
@@ -119,7 +122,7 @@ def check_model(cfg: TrainConfig) -> bool:
         keys = encoder_keys(cls, model, COMMON_MODEL_KEYS)
     except PluginError as e:
         raise ConfigError(str(e)) from None
-    args = (cfg.task.n_features, cfg.model.dim)
+    args = (encoder_in_features(cfg.task.model_dump(), cfg.model.dim), cfg.model.dim)
     built("model", "encoder", cfg.model.encoder, cls, args, json.dumps(keys, sort_keys=True))
     return cls.causal
 
@@ -185,25 +188,28 @@ def check_targets(cfg: TrainConfig, causal: bool, readout: type) -> None:
 
 def check_task(cfg: TrainConfig) -> None:
     """The task's generator imports, accepts `task.params` at the shortest length the data asks
-    for (associative_recall: k pairs need 2k + 1 steps), and gives what the task section declares
-    (task_error); two sequences are drawn to find out."""
+    for (associative_recall: k pairs need 2k + 1 steps) and at every length of eval.lengths, and
+    gives what the task section declares (task_error); two sequences are drawn to find out."""
     task = cfg.task
     shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
     try:
         draw = generator(task.generator)
     except PluginError as e:
         raise ConfigError(str(e)) from None
-    try:
-        X, y, mask = draw(np.random.RandomState(0), shortest, 2, None, **task.params)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"task.params={task.params} is invalid: {e}") from None
-    except Exception as e:
-        raise ConfigError(
-            f"task.generator={task.generator} fails: {type(e).__name__}: {e}"
-        ) from None
-    error = task_error(task.model_dump(), X, y, mask, default_width(shortest))
-    if error:
-        raise ConfigError(error)
+    for length in (shortest, *cfg.eval.lengths):
+        try:
+            X, y, mask = draw(np.random.RandomState(0), length, 2, None, **task.params)
+        except (ValueError, TypeError) as e:
+            key = "task.params" if length == shortest else "eval.lengths"
+            value = task.params if length == shortest else cfg.eval.lengths
+            raise ConfigError(f"{key}={value} is invalid: {e}") from None
+        except Exception as e:
+            raise ConfigError(
+                f"task.generator={task.generator} fails: {type(e).__name__}: {e}"
+            ) from None
+        error = task_error(task.model_dump(), X, y, mask, default_width(length))
+        if error:
+            raise ConfigError(error)
 
 
 def task_error(
@@ -213,17 +219,40 @@ def task_error(
     its task section, in one line; None if it does."""
     name, n = task["name"], len(X)
     gives = f"task={name}'s generator gives"
-    if np.shape(X) != (n, width, np.shape(X)[-1]) or np.shape(mask) != (n, width):
+    tokens = task.get("inputs", "onehot") == "tokens"
+    shape = (n, width) if tokens else (n, width, np.shape(X)[-1])
+    if np.shape(X) != shape or np.shape(mask) != (n, width):
         return (
             f"task.generator={task['generator']} is invalid: {gives} X {np.shape(X)} and mask "
-            f"{np.shape(mask)}; a batch of {n} at min_length {width} pads to ({n}, {width}, F) "
-            f"and ({n}, {width})"
+            f"{np.shape(mask)}; a batch of {n} at min_length {width} pads to "
+            f"({n}, {width}{'' if tokens else ', F'}) and ({n}, {width})"
         )
+    if tokens:
+        return token_error(task, X) or labels_error(task, y, n, width, gives)
     if X.shape[-1] != task["n_features"]:
         return (
             f"task.n_features={task['n_features']} is invalid: {gives} {X.shape[-1]} features "
             "per step"
         )
+    return labels_error(task, y, n, width, gives)
+
+
+def token_error(task: dict[str, Any], X: np.ndarray) -> str | None:
+    """Why token ids X (n, width) do not fit a section of `inputs: tokens`; None if they do."""
+    if not np.issubdtype(X.dtype, np.integer):
+        return (
+            f"task.inputs=tokens is invalid: task={task['name']}'s generator gives X of {X.dtype}"
+        )
+    if X.size and (X.min() < 0 or X.max() >= task["vocab"]):
+        return (
+            f"task.vocab={task['vocab']} is invalid: task={task['name']}'s generator gives token "
+            f"ids {X.min()}..{X.max()}; ids must be 0..vocab - 1"
+        )
+    return None
+
+
+def labels_error(task: dict[str, Any], y: np.ndarray, n: int, width: int, gives: str) -> str | None:
+    """Why targets y do not fit the section's labels, n_outputs and loss; None if they do."""
     per_step = np.ndim(y) == 2
     if np.shape(y) not in ((n,), (n, width)):
         return f"task.generator={task['generator']} is invalid: {gives} y of shape {np.shape(y)}"

@@ -4,6 +4,10 @@ path, the readout over time its pool's conf file names (conf/pool/*.yaml) and th
 
     x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> MLPHead: y (B, out_features)
 
+A task with token inputs (`inputs: tokens`, `vocab`) gives x (B, T) int64 ids: an
+nn.Embedding(vocab, dim) comes first (PyTorch's N(0, 1) initialisation), and the encoder reads its
+D features per step (`encoder_in_features`).
+
 The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an
 import path (or the class), its own keys are the model section's other keys (attention models:
 `heads`, `layers`, `attn_span`, and `d_ff`, `n_persistent`, `norm` or `share_kv`). The keys every
@@ -12,6 +16,7 @@ head and, where the encoder takes it, to its input projection; recurrent and att
 PyTorch's initialisation.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 from torch import nn
@@ -22,6 +27,12 @@ from longterm.models.head import MLPHead
 from longterm.models.sequence import SequenceModel
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import class_path, encoder_class, readout_class
+
+
+def encoder_in_features(task: Mapping[str, Any], dim: int) -> int:
+    """The features per step the encoder reads for a task section: its one-hot `n_features`, or
+    with token inputs the embedding's width, the model's `dim`."""
+    return dim if task.get("inputs", "onehot") == "tokens" else task["n_features"]
 
 
 def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> nn.Module:
@@ -57,10 +68,13 @@ def sequence_model(
     init: str = "paper",
     impl: str = "reference",
     name: str | None = None,
+    input_vocab: int | None = None,
     **own: Any,
 ) -> SequenceModel:
     """The model whose encoder `encoder` names, of width `dim`, then `readout` (built for width
     `dim`: build_readout) and MLPHead(dim, hidden, out_features). `name` labels it in messages.
+    `input_vocab`: token inputs, x (B, T) ids embedded by nn.Embedding(input_vocab, dim) before
+    the encoder, whose `in_features` must then be `dim`.
 
     `impl`: `reference` runs the modules as written; `fused` (the feedforward model's StepEncoder
     with the attention or mean pooling class, choices.PAPER_READOUTS) computes the same function
@@ -74,9 +88,12 @@ def sequence_model(
     error = impl_error(path, name or path, impl, readout_path, type(readout).__name__, own_impl)
     if error:
         raise ValueError(error)
+    if input_vocab is not None and in_features != dim:
+        raise ValueError(f"token inputs: in_features={in_features} must be dim={dim}")
+    embedding = None if input_vocab is None else nn.Embedding(input_vocab, dim)
     shared = {"negative_slope": negative_slope, "init": init, "impl": impl, "name": name}
     enc = build_encoder(encoder, in_features, dim, **shared, **own)
     head = MLPHead(dim, hidden, out_features, negative_slope, init)
     if not own_impl and built_impl(path, impl, readout_path) == "fused":
-        return FusedSequenceModel(enc, readout, head, impl)
-    return SequenceModel(enc, readout, head)
+        return FusedSequenceModel(enc, readout, head, impl, embedding)
+    return SequenceModel(enc, readout, head, embedding)

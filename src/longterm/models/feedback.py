@@ -21,6 +21,10 @@ The steps run one after the other, each on the whole batch. Keys and values live
 (B, H, S + T, d_h) buffers, written in place one slot per step and read as windows that alias the
 buffer (`SlidingWindow`), so no step copies or concatenates its context.
 
+The step form (models/state.py) runs one step of the same layers and carries the keys and values
+of the memories of the last min(length, S) steps (the zero memories before the start are
+constants, not state): 2 K D min(length, S) numbers per sequence, K as below.
+
 x (B, T, F) -> h (B, T, D); parameters F*D + D + L * (2 D^2 + S*D + 2 D*d_ff) + K * 2 D^2 + L + 1
 with K = 1 (share_kv) or L; then the readout (`pool=last` by default) and the paper's head. Same
 norm and bias conventions as models/transformer.py.
@@ -31,6 +35,7 @@ import math
 import torch
 from pydantic import PositiveInt
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from longterm.models.attention import check_heads, norm, position_scores
 from longterm.models.init import init_linear_
@@ -158,3 +163,33 @@ class FeedbackEncoder(nn.Module):
                     for proj in self.kv
                 ]
         return norm(torch.stack(outputs, dim=1))
+
+    def step(
+        self, x_t: Tensor, state: list[tuple[Tensor, Tensor]] | None
+    ) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
+        """x_t (B, F) and, per key/value projection, the keys and values of the memories of the
+        n <= S steps before, (B, H, n, d_h) each, oldest first -> h_t (B, D) and those with step
+        t's memory added, keeping the last S."""
+        x0 = self.embed(x_t)
+        d_h = x0.shape[-1] // self.n_heads
+        if state is None:
+            empty = x0.new_zeros(x0.shape[0], self.n_heads, 0, d_h)
+            state = [(empty, empty)] * len(self.kv)
+        # the window of S slots, the zero memories before the start first
+        context = [tuple(F.pad(s, (0, 0, self.span - s.shape[2], 0)) for s in kv) for kv in state]
+        states = [x0]
+        for i, layer in enumerate(self.layers):
+            states.append(layer(states[-1], *context[i % len(context)]))
+        m = norm(self.memory(states))
+        new = []
+        for proj, (k, v) in zip(self.kv, state, strict=True):
+            k_t, v_t = (
+                p.unflatten(-1, (self.n_heads, d_h))[:, :, None] for p in proj(m).chunk(2, -1)
+            )
+            k, v = torch.cat([k, k_t], dim=2), torch.cat([v, v_t], dim=2)
+            new.append((k[:, :, -self.span :], v[:, :, -self.span :]))
+        return norm(states[-1]), new
+
+    def state_size(self, length: int) -> int:
+        """2 K D min(length, S): the memories' keys and values, K pairs of projections."""
+        return 2 * len(self.kv) * self.embed.out_features * min(length, self.span)

@@ -3,7 +3,8 @@
 h_t = LReLU(W_xh x_t + b_xh) on every step independently, then attention [eq. 1] or mean [eq. 2]
 pooling over time, then the two-layer head. With D = 100 and two input features the model has
 2*100 + 100 (encoder) + 100 + 1 (attention) + 100*100 + 100 + 100 + 1 (head) = 10,602 parameters
-with attention pooling and 10,501 with mean pooling.
+with attention pooling and 10,501 with mean pooling. Streamed one step at a time (the step form,
+models/state.py), the encoder carries nothing: the state is the readout's alone.
 """
 
 from torch import Tensor, nn
@@ -30,6 +31,13 @@ class StepEncoder(nn.Module):
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return F.leaky_relu(self.proj(x), self.negative_slope)
 
+    def step(self, x_t: Tensor, state: tuple[()] | None) -> tuple[Tensor, tuple[()]]:
+        """x_t (B, F) -> h_t (B, D): each step alone, so nothing is carried."""
+        return self.forward(x_t), ()
+
+    def state_size(self, length: int) -> int:
+        return 0
+
 
 class FusedSequenceModel(SequenceModel):
     """The parameters of SequenceModel(StepEncoder, pooling, head), with the encoder and the
@@ -38,16 +46,24 @@ class FusedSequenceModel(SequenceModel):
     on the CPU and moved later), which may also run the modules as written. Its state dict is the
     reference model's, so checkpoints load into either."""
 
-    def __init__(self, encoder: nn.Module, readout: nn.Module, head: nn.Module, impl: str = "auto"):
-        super().__init__(encoder, readout, head)
+    def __init__(
+        self,
+        encoder: nn.Module,
+        readout: nn.Module,
+        head: nn.Module,
+        impl: str = "auto",
+        embedding: nn.Module | None = None,
+    ):
+        super().__init__(encoder, readout, head, embedding)
         self.impl = impl
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         enc, pool = self.encoder, self.readout
+        x = self.embed(x)  # token inputs: embedded first, then the same pass over features
         attention = isinstance(pool, AttentionPooling)
         backend, chunk = plan(self.impl, x, enc.proj.out_features, attention)
         if backend == "reference":
-            return super().forward(x, mask)
+            return self.head(pool(enc(x, mask), mask))
         keep = mask if pool.mask_padding else None
         score = (pool.score.weight, pool.score.bias) if attention else ()
         W, b, slope = enc.proj.weight, enc.proj.bias, enc.negative_slope

@@ -9,6 +9,8 @@ lambda^(t - s) (s <= t), and across chunks by carrying the last state, so a sequ
 costs T / C sequential steps instead of T. lambda is initialised uniformly in [0.9, 0.999] (LRU's
 range for long sequences). Causal: padded steps after the real ones do not change real states.
 
+The step form (models/state.py) is the recurrence itself, carrying h_t: D numbers per sequence.
+
 x (B, T, F) -> h (B, T, D); parameters D(F + 2) for the encoder.
 """
 
@@ -52,3 +54,12 @@ class LinearMemory(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         return linear_scan(self.proj(x), nn.functional.logsigmoid(self.nu))
+
+    def step(self, x_t: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
+        """h_t = lambda ⊙ h_{t-1} + W x_t + b:  x_t (B, F), h_{t-1} (B, D) -> h_t (B, D)."""
+        u = self.proj(x_t)
+        h = u if state is None else self.lam * state + u
+        return h, h
+
+    def state_size(self, length: int) -> int:
+        return self.nu.numel()

@@ -22,6 +22,11 @@ without gain or bias, and no biases in the attention and feed-forward projection
 hand-written layers, not nn.TransformerEncoderLayer: its attention has no place for a term that
 depends on the query (q_i · p_{i-j}) or for slots outside the sequence.
 
+The step form (models/state.py) runs one step through the same layers with a cache of keys and
+values per layer: a query attends to its own step and the S - 1 before it, so after `length`
+steps each layer carries those of the last min(length, S - 1) steps, 2 D min(length, S - 1)
+numbers per sequence; the persistent slots are parameters, not state.
+
 Parameters (L layers, width D, span S, F inputs):
     all_attention:  F*D + D + L * (4 D^2 + S*D + 2 N*D)
     transformer:    F*D + D + L * (4 D^2 + S*D + 2 D*d_ff)
@@ -36,8 +41,17 @@ from pydantic import NonNegativeInt, PositiveInt
 from torch import Tensor, nn
 
 from longterm.choices import NORMS
-from longterm.models.attention import attend, check_heads, heads, norm, relative_bias
+from longterm.models.attention import (
+    attend,
+    check_heads,
+    heads,
+    norm,
+    position_scores,
+    relative_bias,
+)
 from longterm.models.init import init_linear_
+
+KVCache = tuple[Tensor, Tensor]  # keys and values of the last steps, (B, H, n, d_h) each
 
 
 class SelfAttention(nn.Module):
@@ -75,10 +89,39 @@ class SelfAttention(nn.Module):
             blocks.append(attend(qb, k[:, :, first:end], v[:, :, first:end], bias, mem_k, mem_v))
         return self.out(torch.cat(blocks, dim=2).transpose(1, 2).flatten(2))
 
+    def step(self, x_t: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
+        """x_t (B, D) and the cached keys and values of the n <= span - 1 steps before, oldest
+        first -> y_t (B, D) and the cache with step t's own, keeping the last span - 1."""
+        q, k, v = (
+            p.unflatten(-1, (self.n_heads, -1))[:, :, None] for p in self.qkv(x_t).chunk(3, -1)
+        )
+        if cache is not None:
+            k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        n = k.shape[2]  # the keys' offsets are n - 1, ..., 0
+        bias = position_scores(q, self.pos)[..., :n].flip(-1)  # (B, H, 1, n)
+        y = attend(q, k, v, bias, *self.persistent())  # (B, H, 1, d_h)
+        keep = max(n - (self.span - 1), 0)
+        return self.out(y.flatten(1)), (k[:, :, keep:], v[:, :, keep:])
+
+    def cache_size(self, length: int) -> int:
+        """Numbers per sequence in the cache after `length` steps: 2 D min(length, span - 1)."""
+        return 2 * self.out.in_features * min(length, self.span - 1)
+
 
 def residual(h: Tensor, sublayer: nn.Module, position: str) -> Tensor:
     """LN(h + f(h)) for post-norm, h + f(LN(h)) for pre-norm:  (B, T, D) -> (B, T, D)."""
     return norm(h + sublayer(h)) if position == "post" else h + sublayer(norm(h))
+
+
+def attention_step(
+    h_t: Tensor, attn: SelfAttention, cache: KVCache | None, position: str
+) -> tuple[Tensor, KVCache]:
+    """`residual` around the attention sublayer for one step: h_t (B, D) -> (B, D), its cache."""
+    if position == "post":
+        y, cache = attn.step(h_t, cache)
+        return norm(h_t + y), cache
+    y, cache = attn.step(norm(h_t), cache)
+    return h_t + y, cache
 
 
 class TransformerLayer(nn.Module):
@@ -96,6 +139,10 @@ class TransformerLayer(nn.Module):
         h = residual(h, self.attn, self.norm_position)
         return residual(h, self.ff, self.norm_position)
 
+    def step(self, h_t: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
+        h_t, cache = attention_step(h_t, self.attn, cache, self.norm_position)
+        return residual(h_t, self.ff, self.norm_position), cache
+
 
 class AllAttentionLayer(nn.Module):
     """One all-attention sublayer, context and persistent slots in one softmax:
@@ -108,6 +155,9 @@ class AllAttentionLayer(nn.Module):
 
     def forward(self, h: Tensor) -> Tensor:
         return residual(h, self.attn, self.norm_position)
+
+    def step(self, h_t: Tensor, cache: KVCache | None) -> tuple[Tensor, KVCache]:
+        return attention_step(h_t, self.attn, cache, self.norm_position)
 
 
 class AttentionStack(nn.Module):
@@ -126,6 +176,18 @@ class AttentionStack(nn.Module):
         for layer in self.layers:
             h = layer(h)
         return norm(h) if self.final_norm else h
+
+    def step(self, x_t: Tensor, state: list[KVCache] | None) -> tuple[Tensor, list[KVCache]]:
+        """x_t (B, F), one cache per layer (None before the first step) -> h_t (B, D), caches."""
+        h, caches = self.embed(x_t), []
+        for layer, cache in zip(self.layers, state or [None] * len(self.layers), strict=True):
+            h, cache = layer.step(h, cache)
+            caches.append(cache)
+        return (norm(h) if self.final_norm else h), caches
+
+    def state_size(self, length: int) -> int:
+        """sum over layers of 2 D min(length, span - 1): every layer's keys and values."""
+        return sum(layer.attn.cache_size(length) for layer in self.layers)
 
 
 class Transformer(AttentionStack):

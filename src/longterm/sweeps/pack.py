@@ -72,9 +72,13 @@ RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 
 def packable(cfg: DictConfig) -> bool:
     """Whether runs of `cfg` can be members of a pack: the paper's network, by its classes (the
-    feed-forward encoder and either of the paper's poolings), whatever their names; others run
-    alone."""
-    return cfg.model.encoder == FUSED_ENCODER and cfg.pool.readout in PAPER_READOUTS
+    feed-forward encoder and either of the paper's poolings), whatever their names, on one-hot
+    inputs and with no evaluation at other lengths; others run alone (a task of token inputs
+    puts an embedding in front, which the stacked members do not carry; eval.lengths runs after
+    a run's own training)."""
+    paper = cfg.model.encoder == FUSED_ENCODER and cfg.pool.readout in PAPER_READOUTS
+    one_hot = cfg.task.get("inputs", "onehot") == "onehot"
+    return paper and one_hot and not OmegaConf.select(cfg, "eval.lengths", default=None)
 
 
 def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:

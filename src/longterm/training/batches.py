@@ -2,8 +2,8 @@
 
 A batch is drawn from its own `RandomState`, seeded from (run seed, stream, epoch, batch index),
 so a run is exact and does not depend on the number of DataLoader workers. Batches are tuples
-x (B, T, F) float32, y (B,) float32 (a value) or int64 (a class), mask (B, T) bool with True on
-real steps. No Lightning:
+x (B, T, F) float32 (token ids x (B, T) int64 for a task of token inputs), y (B,) float32 (a
+value) or int64 (a class), mask (B, T) bool with True on real steps. No Lightning:
 the DataModules (data.py), the benchmark and the analysis's references all draw from here.
 """
 
@@ -30,11 +30,13 @@ def batch_rng(seed: int, stream: int, epoch: int, index: int) -> np.random.Rando
 
 def as_batch(X: np.ndarray, y: np.ndarray, mask: np.ndarray) -> Batch:
     """Tensors from a generator's arrays, each converted at most once: X float64 -> float32 (the
-    generators draw in float64 to equal the paper's), a float or bool y -> float32, an int64 class
-    kept as it is (the loss takes it as it comes), the mask shared with numpy."""
+    generators draw in float64 to equal the paper's), token ids X (n, T) (`inputs: tokens`) ->
+    int64, a float or bool y -> float32, an int64 class kept as it is (the loss takes it as it
+    comes), the mask shared with numpy."""
     y = torch.from_numpy(np.asarray(y))
+    tokens = np.issubdtype(X.dtype, np.integer)
     return (
-        torch.from_numpy(X).float(),
+        torch.from_numpy(X).long() if tokens else torch.from_numpy(X).float(),
         y if y.dtype == torch.int64 else y.float(),
         torch.from_numpy(mask),
     )

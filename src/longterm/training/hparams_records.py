@@ -2,7 +2,8 @@
 plugin's `summary` module needs TensorFlow; torch's `hparams()` takes its schema from one run and
 marks no column as differing).
 
-- The experiment: one schema in every run (`SCHEMA`), every key `run_params` can give;
+- The experiment: one schema in every run (`SCHEMA`), every key `run_params` can give, and the
+  model's size measured beside them (`MEASURED`: parameters, state size);
   each string key has its allowed values as a discrete domain, so `pool=mean` can be ticked as a
   filter. A model's, a readout's and a task's names are those of the conf files on the run's
   config search path (`experiment(names)`: the built-ins and a user's own, with the run's own
@@ -59,8 +60,15 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "statements": float,  # task.params.statements, algorithmic
     "variables": float,  # task.params.variables, algorithmic
     "arity": float,  # task.params.arity, fixed_knowledge
-    "vocab": float,  # task.params.vocab, fixed_knowledge
+    "vocab": float,  # task.params.vocab, fixed_knowledge, mqar, selective_copying, induction_heads
+    "kv_pairs": float,  # task.params.kv_pairs, mqar
+    "power_a": float,  # task.params.power_a, mqar
+    "random_non_queries": bool,  # task.params.random_non_queries, mqar
+    "data_tokens": float,  # task.params.data_tokens, selective_copying
 }
+# Measured on the run's model (training/record.py: measured): its parameters, and the numbers its
+# step form carries per sequence after the training width (absent: no step form).
+MEASURED: dict[str, type] = {"n_params": float, "state_size": float}
 COLUMNS = ("task", "pool", "model", "T0", "lr")  # marked as differing: the table's first columns
 # Logged by every finished run at its last update; the HPARAMS metrics.
 METRICS = {
@@ -121,7 +129,7 @@ def experiment(
         api_pb2.MetricInfo(name=api_pb2.MetricName(tag=tag), description=text)
         for tag, text in METRICS.items()
     ]
-    schema = {**SCHEMA, **{key: tuple(names[key]) for key in NAMED}}
+    schema = {**SCHEMA, **MEASURED, **{key: tuple(names[key]) for key in NAMED}}
     schema |= {key: kind for key, kind in (own or {}).items() if key not in schema}
     infos = [hparam_info(name, kind) for name, kind in schema.items()]
     exp = api_pb2.Experiment(hparam_infos=infos, metric_infos=metrics)

@@ -6,7 +6,9 @@ The rule: data + activations must fit in the memory available now (MemAvailable,
 limit when lower), with FIT_FRACTION of it to spare for the rest of the process.
 - Data: the validation set, held for the whole run, in float32, and a training batch as it is
   generated (float64, as the paper's generator draws it, its float32 copy and the mask; twice the
-  float64 array for the generator's own intermediates).
+  float64 array for the generator's own intermediates). A task of token inputs holds one int64
+  id per step instead of its features (the generator's array, shared by the tensor, and as much
+  again for its intermediates).
 - Activations: what autograd saves for the backward pass of one update, measured on the model
   itself at two short lengths (the tensors its saved_tensors_hooks see, each storage once) and
   extrapolated linearly to the batch's width; every model here is linear in T (attention models
@@ -53,13 +55,19 @@ def saved_bytes(net: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
     return sum(storages.values()) + out.numel() * out.element_size()
 
 
-def activation_bytes(net: nn.Module, n_features: int, batch_size: int, width: int) -> int:
+def activation_bytes(
+    net: nn.Module, n_features: int, batch_size: int, width: int, vocab: int | None = None
+) -> int:
     """What one update of `net` saves for its backward pass on a batch of `batch_size` sequences
-    of `width` steps, measured at PROBE_STEPS and extrapolated linearly."""
+    of `width` steps, measured at PROBE_STEPS and extrapolated linearly; with `vocab`, on token
+    ids (the net embeds them) instead of `n_features` features."""
     measured, probe = [], copy.deepcopy(net)  # a probe's forward may change a module's state
     g = torch.Generator().manual_seed(0)  # and never draws from the run's random stream
     for steps in PROBE_STEPS:
-        x = torch.randn(PROBE_BATCH, steps, n_features, generator=g)
+        if vocab is None:
+            x = torch.randn(PROBE_BATCH, steps, n_features, generator=g)
+        else:
+            x = torch.randint(vocab, (PROBE_BATCH, steps), generator=g)
         mask = torch.ones(PROBE_BATCH, steps, dtype=torch.bool)
         measured.append(saved_bytes(probe, x, mask))
     (t1, t2), (m1, m2) = PROBE_STEPS, measured
@@ -67,16 +75,21 @@ def activation_bytes(net: nn.Module, n_features: int, batch_size: int, width: in
     return int((m2 + per_step * (width - t2)) * batch_size / PROBE_BATCH)
 
 
-def data_bytes(data: dict, n_features: int, per_step: bool) -> tuple[int, int]:
-    """(the validation set held, one training batch being generated), in bytes."""
-    step = n_features * 4 + 1 + (8 if per_step else 0)  # x float32, the mask, a step's target
+def data_bytes(
+    data: dict, n_features: int, per_step: bool, tokens: bool = False
+) -> tuple[int, int]:
+    """(the validation set held, one training batch being generated), in bytes; `tokens`: one
+    int64 id per step instead of `n_features` features."""
+    x_step = 8 if tokens else n_features * 4  # x: an int64 id, or float32 features
+    step = x_step + 1 + (8 if per_step else 0)  # x, the mask, a step's target
     width = longest_width(data)
     if data["name"] == "fixed":
         held = data["val_size"] * width * step
     else:
         mean = (data["min_length"] + data["max_length"]) / 2
         held = int(data["val_batches"] * data["val_batch_size"] * mean * step)
-    batch = data["batch_size"] * width * (n_features * (2 * 8 + 8 + 4) + 1)
+    per_batch_step = 2 * 8 + 1 if tokens else n_features * (2 * 8 + 8 + 4) + 1
+    batch = data["batch_size"] * width * per_batch_step
     return held, batch
 
 
@@ -88,9 +101,10 @@ def memory_error(net: nn.Module, data: dict, task: dict, side_by_side: int = 1) 
     """Why a run of `net` on `data` and `task` (the config's sections) cannot fit in memory, in
     one line with the estimate and what the machine has; None when it fits. A job that runs
     beside others (`side_by_side`, launcher=parallel) may plan on its share of the memory."""
-    n_features = task["n_features"]
-    held, batch = data_bytes(data, n_features, task["labels"] == "step")
-    active = activation_bytes(net, n_features, data["batch_size"], longest_width(data))
+    n_features, tokens = task.get("n_features"), task.get("inputs", "onehot") == "tokens"
+    held, batch = data_bytes(data, n_features, task["labels"] == "step", tokens)
+    vocab = task["vocab"] if tokens else None
+    active = activation_bytes(net, n_features, data["batch_size"], longest_width(data), vocab)
     need, room = held + batch + active, available_bytes() / side_by_side
     if need <= FIT_FRACTION * room:
         return None

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from longterm.models.build import build_readout, sequence_model
+from longterm.models.build import build_readout, encoder_in_features, sequence_model
 from longterm.store.checkpoints import UnsafeCheckpointError, checkpoint_step, load_checkpoint
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.checkpoint_io import AtomicCheckpointIO
@@ -41,16 +41,20 @@ def instantiate_named(node: DictConfig, **kwargs: Any) -> Any:
 
 def build_model(cfg: DictConfig) -> MemoryTaskModule:
     """The LightningModule around the model: the encoder `cfg.model.encoder` names, the readout
-    `cfg.pool.readout` names and the paper's head (models/build.py); it predicts per step when
-    the readout's class says so (`per_step`)."""
+    `cfg.pool.readout` names and the paper's head (models/build.py), with an embedding in front
+    for a task of token inputs; it predicts per step when the readout's class says so
+    (`per_step`)."""
     model = OmegaConf.to_container(cfg.model, resolve=True)
     pool = OmegaConf.to_container(cfg.pool, resolve=True)
+    task = OmegaConf.to_container(cfg.task, resolve=True)
     readout = build_readout(pool, cfg.model.dim, model)
+    tokens = task.get("inputs", "onehot") == "tokens"
     net = sequence_model(
         **model,
-        in_features=cfg.task.n_features,
+        in_features=encoder_in_features(task, cfg.model.dim),
         out_features=cfg.task.n_outputs,
         readout=readout,
+        input_vocab=task["vocab"] if tokens else None,
     )
     return MemoryTaskModule(
         net,

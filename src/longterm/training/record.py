@@ -6,8 +6,12 @@ result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_S
 `failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
 `best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
-`epochs`, `updates`, `resumed_at_update`, `n_params`, `git_commit`, `machine`, `process`,
-`run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a stopped run.
+`epochs`, `updates`, `resumed_at_update`, `n_params`, `state_size`, `git_commit`, `machine`,
+`process`, `run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a
+stopped run. `state_size` is the numbers the model carries per sequence at inference after as
+many steps as its training batches are wide (`measured`; null for a model with no step form). A
+finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and `eval_sequences`
+(training/eval_lengths.py).
 """
 
 import logging
@@ -34,14 +38,27 @@ from longterm.store.records import (
 from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
 from longterm.training.hparams_records import NAMED, close_session, kind_of, open_session
 from longterm.training.library_internals import add_summary
+from longterm.training.memory_estimate import longest_width
 from longterm.training.module import MemoryTaskModule
 
 log = logging.getLogger(__name__)
 
 
+def measured(cfg: DictConfig, module: MemoryTaskModule) -> dict[str, int | None]:
+    """The model's size beside its settings: `n_params`, and `state_size`, what the step form
+    carries per sequence (models/state.py) after the width of the run's training batches, its
+    longest (None when the encoder or the readout has no step form)."""
+    state_size = getattr(module.net, "state_size", None)
+    width = longest_width(OmegaConf.to_container(cfg.data, resolve=True))
+    return {
+        "n_params": sum(p.numel() for p in module.parameters()),
+        "state_size": state_size(width) if callable(state_size) else None,
+    }
+
+
 def log_hparams(logger: TensorBoardLogger, params: dict[str, Any], cfg: DictConfig) -> None:
     """hparams.yaml, and the HPARAMS experiment and session start once per run
-    (training/hparams_records.py).
+    (training/hparams_records.py); `params` are the run's settings and what is `measured`.
 
     Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
     which would put a false point on the val/acc curve, so the records are written here.
@@ -109,16 +126,16 @@ def open_record(
     resumed_at: int | None,
 ) -> dict[str, Any]:
     """The run's HPARAMS session started, and its result record as it stands before training."""
-    params = run_params(cfg)
+    params, sizes = run_params(cfg), measured(cfg, module)
     if logger:
-        log_hparams(logger, params, cfg)
+        log_hparams(logger, {**params, **sizes}, cfg)
     if ckpt is not None:
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
     return {
         **params,
         "status": "failed",
         "resumed_at_update": resumed_at,
-        "n_params": sum(p.numel() for p in module.parameters()),
+        **sizes,
         "git_commit": git_commit(),
         "machine": machine(),
         "process": process(),

@@ -2,7 +2,8 @@
 `result.json` beside the TensorBoard events (docs in ../shared DESIGN.md, "The flow of one run").
 
     train(cfg) -> validate -> claim run_dir -> finished already? -> assemble (training/parts.py)
-               -> Trainer.fit (from last.ckpt when there is one) -> result.json (record.py)
+               -> Trainer.fit (from last.ckpt when there is one) -> the accuracy at
+               eval.lengths (eval_lengths.py) -> result.json (record.py)
 """
 
 import logging
@@ -16,8 +17,9 @@ from omegaconf import DictConfig
 
 from longterm.config.run_dirs import other_settings
 from longterm.config.validate import validate
-from longterm.store.records import RESULT_FILE
+from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 from longterm.store.run_dir import RunDirError, claim, finished
+from longterm.training.eval_lengths import length_accuracies
 from longterm.training.faults import RunError, explain
 from longterm.training.parts import (
     assemble,
@@ -101,4 +103,6 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     counts = outcome(
         parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
     )
+    if counts["status"] in FINAL_STATUSES:  # eval.lengths: the accuracy at other lengths
+        counts |= length_accuracies(cfg, parts.module)
     return close_record(cfg, result, parts.logger, counts, time.perf_counter() - start, say)

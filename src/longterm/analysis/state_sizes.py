@@ -1,0 +1,68 @@
+"""The state size of every built-in encoder and readout (docs/models.md, "State size"): the
+numbers each carries per sequence at inference after T steps, as its `state_size` declares it
+(models/state.py; tests/test_two_forms.py holds each declaration to the state its step form
+carries), built from its conf file with D = `--dim`:
+
+    python -m longterm.analysis.state_sizes --dim 64
+
+Prints a Markdown table, a row per conf/model/*.yaml and conf/pool/*.yaml (found there, not
+listed), its parameters (an encoder's with the paper's two input features, without the head) and
+a column per length; a model's state size is its encoder's plus its readout's.
+"""
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from omegaconf import OmegaConf
+from torch import nn
+
+from longterm.config.builtins import CONF
+from longterm.models.build import build_encoder, build_readout
+from longterm.tasks import default_width
+
+# one step; the width of the paper's batches at T0 = 50, a length between, at T0 = 10000
+LENGTHS = (1, default_width(50), 1000, default_width(10000))
+IN_FEATURES = 2  # the paper's tasks; no state size depends on it
+
+
+def section(path: Path) -> dict:
+    keys = OmegaConf.to_container(OmegaConf.load(path))
+    keys.pop("defaults", None)
+    return keys
+
+
+def modules(dim: int, conf: Path = CONF) -> Iterator[tuple[str, nn.Module]]:
+    """(`model=name` or `pool=name`, its encoder or readout at width `dim`), in name order."""
+    with torch.device("meta"):  # sizes only: no memory, no initialisation
+        for path in sorted((conf / "model").glob("*.yaml")):
+            keys = section(path)
+            encoder = keys.pop("encoder")
+            keys.pop("dim")
+            yield f"model={path.stem}", build_encoder(encoder, IN_FEATURES, dim, **keys)
+        for path in sorted((conf / "pool").glob("*.yaml")):
+            yield f"pool={path.stem}", build_readout(section(path), dim)
+
+
+def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
+    """The Markdown table: a row per encoder and readout, its state size after each length."""
+    lines = [
+        "| " + " | ".join([f"D = {dim}", "parameters", *(f"T = {t:,}" for t in lengths)]) + " |",
+        "|---" + "|---:" * (len(lengths) + 1) + "|",
+    ]
+    for name, module in modules(dim):
+        cells = [f"{sum(p.numel() for p in module.parameters()):,}"]
+        cells += [f"{module.state_size(t):,}" for t in lengths]
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dim", type=int, default=64, help="D, the width of every model")
+    print(table(parser.parse_args(argv).dim))
+
+
+if __name__ == "__main__":
+    main()

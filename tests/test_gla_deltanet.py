@@ -1,0 +1,227 @@
+"""Gated linear attention (models/gla.py) and DeltaNet (models/deltanet.py): their recurrences
+against flash-linear-attention's step-by-step references, the chunked and step forms against each
+other, the state size, causality, RetNet's retention as GLA's fixed decay, the keys checked before
+training, and the ops per update on an accelerator."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import CONF, SHARED, composed
+from torch.profiler import ProfilerActivity, profile
+
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
+from longterm.models.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
+from longterm.models.deltanet import DeltaNet, delta_chunked, delta_step
+from longterm.models.gla import SUB, GatedLinearAttention, gla_chunked, gla_step
+from longterm.models.ops import meta_batch, update_ops
+from longterm.models.state import run_steps, state_numbers
+from longterm.tasks import default_width
+from longterm.training.parts import build_model
+
+FLA = SHARED / "fixtures" / "fla_naive_reference.npz"
+META = torch.device("meta")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Small tensors: a second thread only adds synchronisation on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def fla_cases(prefix: str) -> list[dict[str, torch.Tensor]]:
+    if not FLA.exists():
+        pytest.skip(f"{FLA} is absent (../shared)")
+    data = np.load(FLA)
+    names = [key.split("/")[1] for key in data.files if key.startswith(f"{prefix}0/")]
+    n = int(data["n_cases"])
+    return [{m: torch.from_numpy(data[f"{prefix}{i}/{m}"]) for m in names} for i in range(n)]
+
+
+def stepped(step, inputs: tuple[torch.Tensor, ...], S: torch.Tensor):
+    """The step form over inputs (B, H, T, ...) from S: o (B, H, T, d_v), S after the last step."""
+    outputs = []
+    for t in range(inputs[0].shape[2]):
+        o_t, S = step(*(x[:, :, t] for x in inputs), S)
+        outputs.append(o_t)
+    return torch.stack(outputs, dim=2), S
+
+
+def plans(T: int, multiple: int = 1) -> list[tuple[int, int] | None]:
+    """The default plan, chunk_plan off the CPU (ACCEL_CHUNKS chunks, most of them padding), and
+    chunks of `multiple` or 2 steps: the chunked form must not depend on how T is cut."""
+    small = max(multiple, 2)
+    return [None, chunk_plan(T, META, multiple), (small, math.ceil(T / small))]
+
+
+def test_gla_reproduces_flash_linear_attentions_reference():
+    """Both forms give naive_recurrent_gla's o and final state (float64)."""
+    for case in fla_cases("gla"):
+        q, k, v, gk = (case[m].transpose(1, 2) for m in ("q", "k", "v", "gk"))  # (B, H, T, .)
+        zero = q.new_zeros(*case["state"].shape)
+        for plan in plans(q.shape[2], SUB):
+            o, S = gla_chunked(q, k, v, gk, plan=plan)
+            torch.testing.assert_close(o.transpose(1, 2), case["o"], rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+        o, S = stepped(gla_step, (q, k, v, gk), zero)
+        torch.testing.assert_close(o.transpose(1, 2), case["o"], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+
+
+def test_the_delta_rule_reproduces_flash_linear_attentions_reference():
+    """Both forms give delta_rule_recurrence's o and final state (float64)."""
+    for case in fla_cases("delta"):
+        inputs = tuple(case[m] for m in ("q", "k", "v", "beta"))  # (B, H, T, .)
+        for plan in plans(inputs[0].shape[2]):
+            o, S = delta_chunked(*inputs, plan=plan)
+            torch.testing.assert_close(o, case["o"], rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+        o, S = stepped(delta_step, inputs, torch.zeros_like(case["state"]))
+        torch.testing.assert_close(o, case["o"], rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+
+
+def random_encoder(cls, seed: int, **keys) -> torch.nn.Module:
+    """A float64 encoder whose every parameter is redrawn at random (not PyTorch's init)."""
+    torch.manual_seed(seed)
+    encoder = cls(3, 16, heads=2, layers=2, **keys).double()
+    with torch.no_grad():
+        for p in encoder.parameters():
+            p.normal_(0.0, 0.6)
+    return encoder
+
+
+ENCODERS = {
+    "gla": (GatedLinearAttention, {}),
+    "gla-fixed": (GatedLinearAttention, {"decay": "fixed"}),
+    "deltanet": (DeltaNet, {}),
+}
+T_LONG = 2 * CHUNK + 11  # three chunks on the CPU, the last one part-filled
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_the_chunked_and_step_forms_are_equal_with_random_weights(name):
+    cls, keys = ENCODERS[name]
+    encoder = random_encoder(cls, 0, **keys)
+    x = torch.randn(2, T_LONG, 3, dtype=torch.float64)
+    h_steps, state = run_steps(encoder, x)
+    torch.testing.assert_close(h_steps, encoder(x), rtol=1e-10, atol=1e-10)
+    assert state_numbers(state) == encoder.state_size(T_LONG)
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_the_declared_state_size_is_the_step_forms(name):
+    """heads d_k d_v per layer at any length: 2 layers x 2 heads x d_k x 8 at D = 16."""
+    cls, keys = ENCODERS[name]
+    encoder = random_encoder(cls, 1, **keys)
+    d_k = 4 if cls is GatedLinearAttention else 8  # expand_k = 0.5 for GLA
+    for T in (1, 5, 17):
+        _, state = run_steps(encoder, torch.randn(3, T, 3, dtype=torch.float64))
+        assert state_numbers(state) == encoder.state_size(T) == 2 * 2 * d_k * 8
+
+
+@pytest.mark.parametrize("name", ENCODERS)
+def test_later_steps_never_reach_earlier_states_across_chunks(name):
+    cls, keys = ENCODERS[name]
+    encoder = random_encoder(cls, 2, **keys)
+    x = torch.randn(2, T_LONG, 3, dtype=torch.float64)
+    changed = x.clone()
+    t = CHUNK + 5  # in the second chunk
+    changed[:, t + 1 :] = torch.randn_like(changed[:, t + 1 :])
+    h, h_changed = encoder(x), encoder(changed)
+    torch.testing.assert_close(h_changed[:, : t + 1], h[:, : t + 1], rtol=0, atol=0)
+    assert not torch.allclose(h_changed[:, t + 1 :], h[:, t + 1 :])
+
+
+def test_fixed_decay_is_retnets_retention():
+    """decay=fixed: gamma_h = 1 - 2^(-5-h), no gate parameters, and the chunked form equals
+    RetNet's parallel form o_t = sum_{s<=t} gamma^(t-s) (q_t · k_s / sqrt(d_k)) v_s."""
+    fixed, data = (GatedLinearAttention(2, 64, decay=d) for d in ("fixed", "data"))
+    gate = sum(p.numel() for n, p in data.named_parameters() if ".W_a." in n)
+    assert gate == 2 * (64 * 16 + 16 * 32 + 32)  # two layers of W_a1, W_a2 and b_a
+    assert sum(p.numel() for p in data.parameters()) - gate == sum(
+        p.numel() for p in fixed.parameters()
+    )
+    gamma = 1 - torch.exp(fixed.mixers[0].log_gamma.double())
+    torch.testing.assert_close(gamma, 2.0 ** -(5.0 + torch.arange(4, dtype=torch.float64)))
+
+    B, H, T, d_k, d_v = 2, 3, 40, 4, 5
+    q, k = torch.randn(2, B, H, T, d_k, dtype=torch.float64)
+    v = torch.randn(B, H, T, d_v, dtype=torch.float64)
+    log_gamma = torch.log1p(-(2.0 ** -(5.0 + torch.arange(H, dtype=torch.float64))))
+    lag = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # t - s
+    decay = torch.where(lag >= 0, torch.exp(lag.clamp_min(0) * log_gamma[:, None, None]), 0)
+    retention = ((q @ k.transpose(-1, -2)) * d_k**-0.5 * decay) @ v
+    log_alpha = log_gamma[:, None, None].expand(B, H, T, d_k)
+    o, _ = gla_chunked(q, k, v, log_alpha, plan=(SUB, math.ceil(T / SUB)))
+    torch.testing.assert_close(o, retention, rtol=1e-12, atol=1e-12)
+
+
+def test_strong_decays_stay_finite():
+    """Log decays of -1000 a step: every exponent of the chunked form is <= 0, so nothing
+    overflows, and the output is the step form's (float32)."""
+    B, H, T, d = 1, 2, 50, 4
+    q, k, v = torch.randn(3, B, H, T, d)
+    log_alpha = torch.full((B, H, T, d), -1000.0)
+    log_alpha[:, :, ::7] = -0.01
+    o, S = gla_chunked(q, k, v, log_alpha, plan=(SUB, math.ceil(T / SUB)))
+    o_steps, S_steps = stepped(gla_step, (q, k, v, log_alpha), q.new_zeros(B, H, d, d))
+    assert torch.isfinite(o).all()
+    torch.testing.assert_close(o, o_steps)
+    torch.testing.assert_close(S, S_steps)
+
+
+def test_the_accelerators_plan_has_a_fixed_number_of_chunks():
+    for T in (1, 1100, 11000):
+        C, N = chunk_plan(T, META, SUB)
+        assert N == ACCEL_CHUNKS and C % SUB == 0 and C * N >= T > (C - SUB) * N
+    assert chunk_plan(1100, torch.device("cpu")) == fixed_plan(1100) == (CHUNK, 18)
+    assert fixed_plan(20, 16) == (32, 1)  # one chunk, a multiple of 16 steps
+
+
+def ops(T0: int, *overrides: str) -> int:
+    """aten ops of one update of the model src/train.py builds, on the meta device (as
+    tests/test_ops.py counts them)."""
+    cfg = composed(f"T0={T0}", *overrides)
+    return update_ops(build_model(cfg), meta_batch(100, default_width(T0), cfg.task.n_features))
+
+
+@pytest.mark.slow  # about 15 s: profiling some 20,000 ops four times
+@pytest.mark.parametrize("model", ["gla", "deltanet"])
+def test_ops_per_update_on_an_accelerator_do_not_grow_with_the_length(model):
+    assert ops(1000, f"model={model}") == ops(10000, f"model={model}")
+
+
+@pytest.mark.parametrize("chunked", [gla_chunked, delta_chunked])
+def test_the_chunked_forms_ops_do_not_grow_with_the_length(chunked):
+    """The part of an update whose ops could grow with T (the default run's check; the whole
+    update is held above): forward and backward of the chunked form at the widths of T0 = 1000
+    and 10000, on the meta device."""
+
+    def count(T: int) -> int:
+        q, k, v, gate = (torch.empty(2, 2, T, 4, device=META, requires_grad=True) for _ in "qkvg")
+        gate = gate if chunked is gla_chunked else gate[..., 0]
+        with profile(activities=[ProfilerActivity.CPU]) as prof:  # once: no optimiser state
+            chunked(q, k, v, gate)[0].sum().backward()
+        return sum(event.name.startswith("aten::") for event in prof.events())
+
+    assert count(default_width(1000)) == count(default_width(10000))
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["model=gla", "model.heads=3"], "model: heads=3 must divide dim=64 and dim * expand_k"),
+        (["model=gla", "model.decay=linear"], "model.decay='linear' is invalid"),
+        (["model=deltanet", "model.heads=5"], "model: heads=5 must divide dim=64"),
+    ],
+)
+def test_own_keys_are_checked_before_training(args, expected):
+    with pytest.raises(ConfigError) as err:
+        check(args, CONF)
+    assert str(err.value).startswith(expected) and "\n" not in str(err.value)
