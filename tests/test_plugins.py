@@ -115,7 +115,7 @@ PLUGIN_MISTAKES = [
         ["model=gru", "model.encoder=mylab.gru.Gru", "model.name=gru2"],
         "model.encoder=mylab.gru.Gru is invalid: module mylab.gru has no 'Gru'",
     ),
-    (["model=gruu"], "model='gruu' is invalid: choose one of all_attention, feedback, "),
+    (["model=gruu"], "model='gruu' is invalid: choose one of all_attention, deltanet, "),
     (
         ["task=ordered_difference", "task.n_features=3"],
         "task.n_features=3 is invalid: task=ordered_difference's generator gives 2 features",
