@@ -19,7 +19,9 @@ as conf/ composes it; lr 1e-3, seed 1). Each case makes `--updates` updates:
   two epochs, each validated on 100 sequences and checkpointed, the TensorBoard logger, no bar;
   the stopping rule watches val/loss (>= 1 never holds here), so every run makes every update;
 - pack of M: `longterm.sweeps.pack.train_pack` of M such runs of other learning rates and seeds.
-Times are per update (a pack's: per member-update), each case's whole call over its updates.
+Times are per update (a pack's: per member-update), each case's whole call over its updates, in
+CPU seconds of the process (time.process_time): the machine these run on is shared, and its other
+processes' turns would count in the wall clock.
 """
 
 import argparse
@@ -73,6 +75,12 @@ PARTS = (
 PART_NAMES = ("kernels", "data", "logging", "callbacks", "validation", "checkpoints", "loop")
 
 
+def clock() -> float:
+    """Seconds of CPU this process has used, all its threads (one of torch's): on a machine shared
+    with other processes, far steadier than the wall clock, which counts their turns too."""
+    return time.process_time()
+
+
 def config(T0: int, run_dir: Path, updates: int, lr: float = 1e-3, seed: int = 1) -> DictConfig:
     """The run's config as src/train.py composes it (see the module docstring)."""
     overrides = [
@@ -102,20 +110,20 @@ def kernels(T0: int, updates: int, where: Path) -> float:
     module = build_model(cfg)
     optimizer = module.configure_optimizers()
     (batch,) = batches(cfg, 1)
-    started = time.perf_counter()
+    started = clock()
     for _ in range(updates):
         optimizer.zero_grad()
         module.step_loss(batch).backward()
         optimizer.step()
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def data(T0: int, updates: int, where: Path) -> float:
     """Seconds to generate `updates` training batches."""
     cfg = config(T0, where / "data", updates)
-    started = time.perf_counter()
+    started = clock()
     batches(cfg, updates)
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def bare(T0: int, updates: int, where: Path) -> float:
@@ -134,18 +142,18 @@ def bare(T0: int, updates: int, where: Path) -> float:
         num_sanity_val_steps=0,
     )
     module = build_model(cfg)
-    started = time.perf_counter()
+    started = clock()
     trainer.fit(module, train_dataloaders=loader)
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def run(T0: int, updates: int, where: Path) -> float:
     """Seconds of one run through `longterm.training.run.train`."""
     cfg = config(T0, where / f"run-{time.perf_counter_ns()}", updates)
-    started = time.perf_counter()
+    started = clock()
     result = train(cfg)
     assert result["updates"] == updates, result["updates"]
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def pack(members: int) -> Callable[[int, int, Path], float]:
@@ -156,9 +164,9 @@ def pack(members: int) -> Callable[[int, int, Path], float]:
             config(T0, where / name / str(i), updates, LRS[i % len(LRS)], 1 + i // len(LRS))
             for i in range(members)
         ]
-        started = time.perf_counter()
+        started = clock()
         results = train_pack(cfgs)
-        seconds = time.perf_counter() - started
+        seconds = clock() - started
         assert all(r["updates"] == updates for r in results), results
         return seconds / members
 
@@ -213,9 +221,7 @@ def measure(args: argparse.Namespace, where: Path) -> dict:
     ops = pack_ops(args.T0[0]) if args.ops else {}
     return {
         "ms": {f"{T0}/{case}": statistics.median(t) for (T0, case), t in times.items()},
-        "profiles": {
-            T0: {k: v / args.updates * 1e3 for k, v in p.items()} for T0, p in profiles.items()
-        },
+        "profiles": profiles,
         "ops": ops,
     }
 
@@ -244,7 +250,7 @@ def section(args: argparse.Namespace, measured: dict, seconds: float) -> str:
         f"- {args.updates} updates a case, medians of {args.repeats} interleaved turns; "
         f"whole benchmark {seconds:.0f} s",
         "",
-        "ms per update (a pack's: per member-update); × k+d: over kernels + data.",
+        "CPU ms per update (a pack's: per member-update); × k+d: over kernels + data.",
         "",
         "| T0 | kernels | data | kernels + data | bare loop | run | run × k+d | "
         + " | ".join(f"pack of {m} | × k+d" for m in PACKS)
@@ -265,21 +271,22 @@ def section(args: argparse.Namespace, measured: dict, seconds: float) -> str:
     lines += [
         "",
         "A run's time by part, from one profiled run per T0 (pyinstrument, a sample every 0.2 "
-        "ms; ms per update, sampling adds its own cost): the innermost of these frames names "
-        "each sample's part: kernels (the training step's forward, loss, backward, Adam), data "
-        "(the loaders' next batch), logging (`self.log`, Lightning's logger connector, the "
-        "loggers), callbacks (the callbacks' hooks), validation (the evaluation loop), "
-        "checkpoints (`Trainer.save_checkpoint`), loop (the rest of `Trainer.fit`), setup "
-        "(outside `Trainer.fit`: building the parts, the records).",
+        "ms): each part's share of the samples, and that share of the run's CPU ms per update "
+        "above. The innermost of these frames names each sample's part: kernels (the training "
+        "step's forward, loss, backward, Adam), data (the loaders' next batch), logging "
+        "(`self.log`, Lightning's logger connector, the loggers), callbacks (the callbacks' "
+        "hooks), validation (the evaluation loop), checkpoints (`Trainer.save_checkpoint`), loop "
+        "(the rest of `Trainer.fit`), setup (outside `Trainer.fit`: building the parts, the "
+        "records).",
         "",
-        "| T0 | " + " | ".join([*PART_NAMES, "setup", "total"]) + " |",
-        "|---|" + "---|" * (len(PART_NAMES) + 2),
+        "| T0 | " + " | ".join([*PART_NAMES, "setup"]) + " |",
+        "|---|" + "---|" * (len(PART_NAMES) + 1),
     ]
     for T0, found in measured["profiles"].items():
-        cells = [found.get(p, 0.0) for p in (*PART_NAMES, "setup")]
-        lines.append(
-            f"| {T0} | " + " | ".join(f"{c:.2f}" for c in cells) + f" | {sum(cells):.2f} |"
-        )
+        total, run_ms = sum(found.values()), ms[f"{T0}/run"]
+        shares = [found.get(p, 0.0) / total for p in (*PART_NAMES, "setup")]
+        cells = " | ".join(f"{share * run_ms:.2f} ({share:.0%})" for share in shares)
+        lines.append(f"| {T0} | {cells} |")
     if measured["ops"]:
         ops = measured["ops"]
         lines += [
