@@ -67,7 +67,9 @@ class MemoryTaskModule(L.LightningModule):
         return self.loss(self(x, mask), y)
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
-        return self.step_loss(batch)
+        loss = self.step_loss(batch)
+        set_callback_metric(self.trainer, "train/loss", loss.detach())  # the bar shows it
+        return loss
 
     def on_train_batch_end(self, outputs: dict[str, Tensor], batch: Batch, batch_idx: int) -> None:
         log_training_loss(self.trainer, outputs["loss"])
@@ -92,12 +94,11 @@ class MemoryTaskModule(L.LightningModule):
 
 
 def log_training_loss(trainer: L.Trainer, loss: Tensor) -> None:
-    """`train/loss` as `self.log` in the training step would leave it, without Lightning's
-    result collection, a large share of a short update's time (docs/performance_runs.md): the
-    callbacks' metric at every update (the bar, the epoch's line), and the loggers' scalar at the
-    updates at which Lightning logs (`log_every_n_steps`, and the update a run stops at), at the
-    same step. Called after the callbacks' `on_train_batch_end`, where Lightning decides that."""
-    set_callback_metric(trainer, "train/loss", loss)
+    """`train/loss` as `self.log` in the training step would log it, without Lightning's result
+    collection, a large share of a short update's time (docs/performance_runs.md): the loggers'
+    scalar at the updates at which Lightning logs (`log_every_n_steps`, and the update a run
+    stops at), at the same step. Called after the callbacks' `on_train_batch_end`, where
+    Lightning decides that; the training step has set the callbacks' metric (the bar's)."""
     if trainer.loggers and logs_now(trainer):
         value = loss.item()
         for logger in trainer.loggers:
