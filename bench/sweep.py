@@ -123,8 +123,12 @@ def bounds(records: list[dict], args: argparse.Namespace, floor: float) -> list[
         f"as it is alone could take no less than the import plus that work split evenly over "
         f"the {cpus} CPUs: the last columns set `launcher={first}`'s wall time over that "
         "floor (the most such a launcher could gain here) beside what each launcher gained. "
-        "A packed member does its run's work (its results are equal to the bit); the pack "
-        "shares only the data stream and Lightning's loop between its members.",
+        "A packed member does its run's work (its results are equal to the bit); on the CPU "
+        "the pack updates its members in one call (their kernels in one call, their Adam "
+        "steps in a few ops for all of them) and shares the data stream and Lightning's "
+        "loop between them. `launcher=local` runs each job on every CPU torch uses: on a "
+        "machine shared with other work, its threads wait for each other at every parallel "
+        "op, which the other launchers (a thread or so per job) do not.",
         "",
         f"| T0 | {first} wall s | runs' work s | floor s | at most × {first} | "
         + " | ".join(f"{launcher} × {first}" for launcher in args.launchers[1:])

@@ -7,10 +7,11 @@ with attention pooling and 10,501 with mean pooling. Streamed one step at a time
 models/state.py), the encoder carries nothing: the state is the readout's alone.
 """
 
+import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.fused import encode_pool, plan
+from longterm.models.fused import encode_pool, encode_pool_members, plan
 from longterm.models.init import init_linear_
 from longterm.models.readouts import AttentionPooling
 from longterm.models.sequence import SequenceModel
@@ -69,3 +70,41 @@ class FusedSequenceModel(SequenceModel):
         W, b, slope = enc.proj.weight, enc.proj.bias, enc.negative_slope
         c = encode_pool(x, keep, W, b, slope, *score, backend=backend, chunk=chunk)
         return self.head(c)
+
+
+def same_shape(models: list[nn.Module], x: Tensor) -> bool:
+    """Whether `forward_members` can run these models on batches like x: fused models of one
+    shape (features, units, pooling, slope, padding rule), x on the CPU needing no gradient."""
+    if not all(isinstance(m, FusedSequenceModel) for m in models) or x.device.type != "cpu":
+        return False
+    if x.requires_grad or x.dtype not in (torch.float32, torch.float64):
+        return False
+    kinds = {
+        (
+            m.encoder.proj.weight.shape,
+            m.encoder.negative_slope,
+            type(m.readout),
+            m.readout.mask_padding,
+            m.encoder.proj.weight.dtype,
+        )
+        for m in models
+    }
+    return len(kinds) == 1
+
+
+def forward_members(
+    models: list[FusedSequenceModel], xs: list[Tensor], masks: list[Tensor | None]
+) -> list[Tensor]:
+    """Each model's `forward(x_m, mask_m)` on the CPU (models of one shape, `same_shape`): the
+    encoders and poolings of all in one call of the compiled kernels per pass
+    (fused.encode_pool_members), the heads one after another; each output, and each gradient,
+    that of the model's own forward to the bit."""
+    pools = [m.readout for m in models]
+    attention = isinstance(pools[0], AttentionPooling)
+    keeps = [mask if pool.mask_padding else None for mask, pool in zip(masks, pools, strict=True)]
+    projections = [m.encoder.proj for m in models]
+    score = ([p.score.weight for p in pools], [p.score.bias for p in pools]) if attention else ()
+    slope = models[0].encoder.negative_slope
+    Ws, bs = [p.weight for p in projections], [p.bias for p in projections]
+    cs = encode_pool_members(xs, keeps, Ws, bs, slope, *score)
+    return [m.head(c) for m, c in zip(models, cs, strict=True)]

@@ -209,3 +209,65 @@ def encode_pool(
     keep = None if keep is None else keep.contiguous()
     args = (x.contiguous(), keep, W, b, w.reshape(-1), bw.reshape(1))
     return EncodePool.apply(*args, slope, attention, backend, chunk)
+
+
+class EncodePoolMembers(torch.autograd.Function):
+    """c_m (B, D) of M models of one shape on the CPU, each from its own x_m (B, T_m, F), in one
+    call of the compiled kernels per pass (fused_cpu.forward_members, backward_members): each c_m
+    and each gradient is EncodePool's of that model alone, to the bit (the same kernel code per
+    sequence, the same sums). Inputs: slope, attention, M, then the M xs, keeps, Ws, bs, ws and
+    bws; x_m needs no gradient (a pack's data)."""
+
+    @staticmethod
+    def forward(ctx, slope, attention, M, *tensors):
+        xs, keeps, Ws, bs, ws, bws = (tensors[k * M : (k + 1) * M] for k in range(6))
+        W_ts = [W.detach().t().contiguous().flatten() for W in Ws]
+        bw_values = [bw.item() for bw in bws]
+        outs = fused_cpu.forward_members(xs, keeps, W_ts, bs, slope, ws, bw_values, attention)
+        cs, alphas, qs = (list(t) for t in zip(*outs, strict=True))
+        ctx.save_for_backward(*xs, *keeps, *Ws, *bs, *ws, *cs, *alphas, *qs)
+        ctx.config = slope, attention, M
+        return tuple(cs)
+
+    @staticmethod
+    def backward(ctx, *gs):
+        slope, attention, M = ctx.config
+        saved = ctx.saved_tensors
+        xs, keeps, Ws, bs, ws, cs, alphas, qs = (saved[k * M : (k + 1) * M] for k in range(8))
+        qs = qs if attention else alphas  # the mean has no score: the kernel does not read q
+        gs = [
+            torch.zeros_like(c) if g is None else g.contiguous()
+            for g, c in zip(gs, cs, strict=True)
+        ]
+        W_ts = [W.detach().t().contiguous().flatten() for W in Ws]
+        args = (gs, xs, keeps, W_ts, bs, slope, ws, cs, alphas, qs, attention)
+        grads = fused_cpu.backward_members(*args)
+        dWs = [
+            dW_t.view(W.shape[1], W.shape[0]).t() for (dW_t, *_), W in zip(grads, Ws, strict=True)
+        ]
+        dbs, dws, dbws = ([g[k] for g in grads] for k in (1, 2, 3))
+        return (None, None, None, *[None] * 2 * M, *dWs, *dbs, *dws, *[d.reshape(1) for d in dbws])
+
+
+def encode_pool_members(
+    xs: list[Tensor],
+    keeps: list[Tensor | None],
+    Ws: list[Tensor],
+    bs: list[Tensor],
+    slope: float,
+    ws: list[Tensor] | None = None,
+    bws: list[Tensor] | None = None,
+) -> list[Tensor]:
+    """`encode_pool(x_m, keep_m, W_m, b_m, slope, w_m, b_w_m)` of each of M models of one shape,
+    on the CPU, in one call of the compiled kernels per pass (EncodePoolMembers); `ws` and `bws`
+    None for the mean."""
+    attention = ws is not None
+    if not attention:  # as encode_pool: zeros keep one signature for the kernels
+        ws, bws = [W.new_zeros(W.shape[0]) for W in Ws], [W.new_zeros(1) for W in Ws]
+    keeps = [
+        torch.ones(x.shape[:2], dtype=torch.bool) if k is None else k.contiguous()
+        for x, k in zip(xs, keeps, strict=True)
+    ]
+    flat = [x.contiguous() for x in xs] + keeps + list(Ws) + list(bs)
+    flat += [w.reshape(-1) for w in ws] + [bw.reshape(1) for bw in bws]
+    return list(EncodePoolMembers.apply(slope, attention, len(xs), *flat))

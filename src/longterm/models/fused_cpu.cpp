@@ -279,3 +279,51 @@ extern "C" void backward(int64_t B, int64_t T, const REAL* g, const REAL* x, con
                    SD.get(), dx + i * T * F, dW + i * F * D, db + i * D, dw + i * D, dbw + i);
   }
 }
+
+// The forward pass of M models of one shape at once (a pack's members, sweeps/pack.py): member m's
+// batch of B sequences of T[m] steps, its weights and its outputs are at the m-th pointer of each
+// array. The M * B (member, sequence) pairs are split between `threads` threads, and each
+// sequence is computed by forward_one as in `forward`: every member's outputs are those of its
+// own call of `forward`.
+extern "C" void forward_members(int64_t M, int64_t B, const int64_t* T, const REAL* const* x,
+                                const uint8_t* const* keep, const REAL* const* W,
+                                const REAL* const* b, REAL slope, const REAL* const* w,
+                                const REAL* bw, int attention, int threads, REAL* const* c,
+                                REAL* const* alpha, REAL* const* q) {
+#pragma omp parallel num_threads(threads)
+  {
+    auto H = std::make_unique<vec[][NV]>(D);
+    auto C = std::make_unique<vec[]>(D);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < M * B; i++) {
+      int64_t m = i / B, s = i % B, t = T[m];
+      forward_one(t, x[m] + s * t * F, keep[m] + s * t, W[m], b[m], slope, w[m], bw[m],
+                  attention, H.get(), C.get(), c[m] + s * D, alpha[m] + s * t, q[m] + s * t);
+    }
+  }
+}
+
+// The backward pass of M models at once, as forward_members: member m's sequences computed by
+// backward_one as in `backward`, its shares of the parameter gradients at the m-th pointers.
+extern "C" void backward_members(int64_t M, int64_t B, const int64_t* T, const REAL* const* g,
+                                 const REAL* const* x, const uint8_t* const* keep,
+                                 const REAL* const* W, const REAL* const* b, REAL slope,
+                                 const REAL* const* w, const REAL* const* c,
+                                 const REAL* const* alpha, const REAL* const* q, int attention,
+                                 int threads, REAL* const* dW, REAL* const* db, REAL* const* dw,
+                                 REAL* const* dbw) {
+#pragma omp parallel num_threads(threads)
+  {
+    auto H = std::make_unique<vec[][NV]>(D);
+    auto SW = std::make_unique<vec[][D]>(F);
+    auto SB = std::make_unique<vec[]>(D), SD = std::make_unique<vec[]>(D);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < M * B; i++) {
+      int64_t m = i / B, s = i % B, t = T[m];
+      backward_one(t, g[m] + s * D, x[m] + s * t * F, keep[m] + s * t, W[m], b[m], slope, w[m],
+                   c[m] + s * D, alpha[m] + s * t, q[m] + s * t, attention, false, H.get(),
+                   SW.get(), SB.get(), SD.get(), nullptr, dW[m] + s * F * D, db[m] + s * D,
+                   dw[m] + s * D, dbw[m] + s);
+    }
+  }
+}

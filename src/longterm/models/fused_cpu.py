@@ -103,7 +103,10 @@ def library(features: int, units: int, dtype: torch.dtype) -> ctypes.CDLL:
     P, L, N = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int  # pointer, int64_t, int
     lib.forward.argtypes = [L, L, P, P, P, P, real, P, real, N, N, P, P, P]
     lib.backward.argtypes = [L, L, *[P] * 5, real, P, P, P, P, N, N, N, *[P] * 5]
-    lib.forward.restype = lib.backward.restype = None
+    lib.forward_members.argtypes = [L, L, *[P] * 5, real, P, P, N, N, P, P, P]
+    lib.backward_members.argtypes = [L, L, *[P] * 6, real, *[P] * 4, N, N, *[P] * 4]
+    for kernel in (lib.forward, lib.backward, lib.forward_members, lib.backward_members):
+        kernel.restype = None
     return lib
 
 
@@ -162,3 +165,64 @@ def backward(g, x, keep, W_t, b, slope, w, c, alpha, q, attention, need_dx) -> t
     )
     dW_t, db, dw, dbw = (torch.from_numpy(np.asarray(s.numpy().sum(axis=0))) for s in shares)
     return dx if need_dx else None, dW_t, db, dw, dbw.reshape(1)
+
+
+def addresses(tensors: list[Tensor]) -> Tensor:
+    """The data addresses of contiguous tensors, as the int64 array of pointers a kernel of the
+    members reads."""
+    return torch.tensor([ptr(t) for t in tensors], dtype=torch.int64)
+
+
+def forward_members(xs, keeps, W_ts, bs, slope, ws, bws, attention) -> list[tuple]:
+    """`forward` of M models of one shape in one call (lists of each argument, one per member;
+    `bws` floats): each member's (c, alpha, q), those of its own call of `forward`."""
+    (B, _, F), D, M = xs[0].shape, bs[0].shape[0], len(xs)
+    for x, W_t, b, w in zip(xs, W_ts, bs, ws, strict=True):
+        same_dtype(xs[0], x, W_t, b, w)
+    outs = [(x.new_empty(B, D), x.new_empty(B, x.shape[1]), x.new_empty(B, x.shape[1])) for x in xs]
+    steps = torch.tensor([x.shape[1] for x in xs], dtype=torch.int64)
+    real = torch.tensor(bws, dtype=xs[0].dtype)
+    # the pointer arrays, held until the kernel returns
+    ins = [addresses(ts) for ts in (xs, keeps, W_ts, bs, ws)]
+    results = [addresses([o[k] for o in outs]) for k in range(3)]
+    library(F, D, xs[0].dtype).forward_members(
+        M,
+        B,
+        ptr(steps),
+        *map(ptr, ins[:4]),
+        slope,
+        ptr(ins[4]),
+        ptr(real),
+        attention,
+        torch.get_num_threads(),
+        *map(ptr, results),
+    )
+    return outs
+
+
+def backward_members(gs, xs, keeps, W_ts, bs, slope, ws, cs, alphas, qs, attention) -> list:
+    """`backward` (without dx) of M models of one shape in one call: each member's dW^T, db, dw,
+    db_w, summed over its sequences' shares as `backward` sums them."""
+    (B, _, F), D, M = xs[0].shape, bs[0].shape[0], len(xs)
+    for x, *rest in zip(xs, gs, W_ts, bs, ws, cs, alphas, qs, strict=True):
+        same_dtype(xs[0], x, *rest)
+    shares = [
+        (x.new_empty(B, F * D), x.new_empty(B, D), x.new_empty(B, D), x.new_empty(B)) for x in xs
+    ]
+    steps = torch.tensor([x.shape[1] for x in xs], dtype=torch.int64)
+    ins = [addresses(ts) for ts in (gs, xs, keeps, W_ts, bs, ws, cs, alphas, qs)]
+    results = [addresses([s[k] for s in shares]) for k in range(4)]
+    library(F, D, xs[0].dtype).backward_members(
+        M,
+        B,
+        ptr(steps),
+        *map(ptr, ins[:5]),
+        slope,
+        *map(ptr, ins[5:]),
+        attention,
+        torch.get_num_threads(),
+        *map(ptr, results),
+    )
+    return [
+        tuple(torch.from_numpy(np.asarray(s.numpy().sum(axis=0))) for s in own) for own in shares
+    ]

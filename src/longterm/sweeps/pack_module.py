@@ -15,6 +15,8 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, Dataset
 
 from longterm.choices import AUTO
+from longterm.models.feedforward import forward_members, same_shape
+from longterm.sweeps.flat_adam import FlatAdam, plain_adam
 from longterm.sweeps.stacked import StackedMembers, own_tensors
 from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
 from longterm.training.module import MemoryTaskModule
@@ -79,17 +81,24 @@ class PackModule(L.LightningModule):
         self.losses: Mapping[int, Tensor] = {}  # each training member's loss at the last step
         self.optimizer: PackOptimizer | None = None
         self.stacked: StackedMembers | None = None
+        self.together = False  # the members' kernels in one call (the exact CPU path)
+        self.flat: FlatAdam | None = None  # the members' Adam steps in one (the exact CPU path)
 
     def on_train_start(self) -> None:
         # after Lightning has restored the members' weights and Adam states (a resumed pack)
+        assert self.optimizer is not None
         wanted = self.vectorise is True or (self.vectorise == AUTO and self.device.type != "cpu")
         if wanted and self.same_shapes:
-            assert self.optimizer is not None
             self.stacked = StackedMembers(list(self.members), self.optimizer.optimizers)
-            for member in self.members:
-                member.stacked_member = True
             self.stream_index = torch.tensor(self.streams, device=self.device)
             self.activity_changed()
+        else:
+            probe = next(self.parameters()).detach()
+            self.together = same_shape([m.net for m in self.members], probe)
+            if plain_adam(self.optimizer.optimizers):
+                self.flat = FlatAdam(self.optimizer.optimizers)
+        for member in self.members:  # its tensors are views of the pack's
+            member.shared_tensors = self.stacked is not None or self.flat is not None
 
     def activity_changed(self) -> None:
         """`active` has changed: the stacked path's masks follow (one copy, not one per update)."""
@@ -106,7 +115,13 @@ class PackModule(L.LightningModule):
             # d(sum)/d(loss_i) = 1; a member that stopped is left out (its loss may be NaN)
             return torch.where(self.active_mask, losses, 0).sum() if self.active else None
         self.losses = {}
-        for i in self.active:
+        if self.together and self.active:  # every member's kernels in one call, each as alone
+            own = [batches[self.streams[i]] for i in self.active]
+            nets = [self.members[i].net for i in self.active]
+            outs = forward_members(nets, [b[0] for b in own], [b[2] for b in own])
+            for i, out, (_, y, _) in zip(self.active, outs, own, strict=True):
+                self.losses[i] = self.members[i].loss(self.members[i].prediction(out), y)
+        for i in [] if self.together else self.active:
             batch = batches[self.streams[i]]
             self.losses[i] = self.members[i].step_loss(batch)
         # d(sum)/d(loss_i) = 1 exactly: each member's gradients are those of its run alone
@@ -160,8 +175,11 @@ class PackOptimizer(torch.optim.Optimizer):
         if stacked is not None:
             stacked.step(self.module.active_mask, self.module.active_host)
             return loss
-        for i in self.module.losses:
-            self.optimizers[i].step()
+        trained = list(self.module.losses)
+        flat = self.module.flat
+        if flat is None or not flat.step(trained):
+            for i in trained:
+                self.optimizers[i].step()
         return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -179,9 +197,9 @@ class PackOptimizer(torch.optim.Optimizer):
 
 
 class OwnTensors(L.Callback):
-    """A member's checkpoint written with tensors of their own
-    (longterm.sweeps.stacked.own_tensors)."""
+    """A member's checkpoint written with tensors of their own where they are views of the
+    pack's (stacked members, FlatAdam; longterm.sweeps.stacked.own_tensors)."""
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: Any, checkpoint: dict) -> None:
-        if getattr(pl_module, "stacked_member", False):
+        if getattr(pl_module, "shared_tensors", False):
             own_tensors(checkpoint)

@@ -94,11 +94,13 @@ class StopOnDivergence(L.Callback):
 
     def check(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """One host read of the flag and of the parameters' finiteness; stop if either fails."""
-        finite = [torch.isfinite(p).all() for p in pl_module.parameters()]
+        # one test of every parameter's numbers together: a few ops, not a few per parameter
+        numbers = [p.detach().reshape(-1) for p in pl_module.parameters()]
+        finite = torch.isfinite(torch.cat(numbers)).all()
         if self.loss_finite is not None:
-            finite.append(self.loss_finite)
+            finite = finite & self.loss_finite
         self.loss_finite = None
-        if self.diverged_step is None and not bool(torch.stack(finite).all()):
+        if self.diverged_step is None and not bool(finite):
             self.diverged_step = trainer.global_step
             trainer.should_stop = True
             skip_validation(trainer)

@@ -20,13 +20,30 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 
 
 def call_hooks(trainer: L.Trainer, hook: str, *args: Any, **kwargs: Any) -> None:
-    """Call `hook` of every callback of `trainer`, as Lightning's loop does."""
-    call._call_callback_hooks(trainer, hook, *args, **kwargs)
+    """Call `hook` of every callback of `trainer` whose class has its own, as Lightning's loop
+    does (which calls the others' too: `L.Callback`'s, which do nothing, at a cost per call that
+    a pack pays once per member and update)."""
+    pl_module = trainer.lightning_module
+    previous = pl_module._current_fx_name if pl_module else None
+    if pl_module:
+        pl_module._current_fx_name = hook
+    try:
+        for callback in trainer.callbacks:
+            if getattr(type(callback), hook) is not getattr(L.Callback, hook):
+                getattr(callback, hook)(trainer, pl_module, *args, **kwargs)
+    finally:
+        if pl_module:
+            pl_module._current_fx_name = previous
 
 
 def set_callback_metrics(trainer: L.Trainer, metrics: dict[str, Any]) -> None:
     """What `trainer.callback_metrics` shows its callbacks (the stopping rules, checkpoints)."""
     trainer._logger_connector._callback_metrics = metrics
+
+
+def set_callback_metric(trainer: L.Trainer, name: str, value: Any) -> None:
+    """One entry of `trainer.callback_metrics`, as `self.log` of a training step leaves it."""
+    trainer._logger_connector._callback_metrics[name] = value
 
 
 def logs_now(trainer: L.Trainer) -> bool:

@@ -11,6 +11,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.tasks import NO_TARGET
 from longterm.training.batches import Batch
+from longterm.training.library_internals import logs_now, set_callback_metric, updates_done
 from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
 
 
@@ -49,7 +50,10 @@ class MemoryTaskModule(L.LightningModule):
             raise ValueError(f"unknown loss {loss!r}; choose mse or cross_entropy")
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        out = self.net(x, mask)
+        return self.prediction(self.net(x, mask))
+
+    def prediction(self, out: Tensor) -> Tensor:
+        """The net's output as the loss reads it: logits, or a regression's values (B,)."""
         return out if self.classify else out.squeeze(-1)
 
     def loss(self, pred: Tensor, y: Tensor) -> Tensor:
@@ -64,8 +68,11 @@ class MemoryTaskModule(L.LightningModule):
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
         loss = self.step_loss(batch)
-        self.log("train/loss", loss, batch_size=len(batch[1]))
+        set_callback_metric(self.trainer, "train/loss", loss.detach())  # the bar shows it
         return loss
+
+    def on_train_batch_end(self, outputs: dict[str, Tensor], batch: Batch, batch_idx: int) -> None:
+        log_training_loss(self.trainer, outputs["loss"])
 
     def val_metrics(self, batch: Batch) -> dict[str, Tensor | Metric]:
         """One validation batch: the accuracy metric updated, and what to log (its loss, and the
@@ -84,3 +91,15 @@ class MemoryTaskModule(L.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr, betas=self.betas, eps=self.eps)
+
+
+def log_training_loss(trainer: L.Trainer, loss: Tensor) -> None:
+    """`train/loss` as `self.log` in the training step would log it, without Lightning's result
+    collection, a large share of a short update's time (docs/performance_runs.md): the loggers'
+    scalar at the updates at which Lightning logs (`log_every_n_steps`, and the update a run
+    stops at), at the same step. Called after the callbacks' `on_train_batch_end`, where
+    Lightning decides that; the training step has set the callbacks' metric (the bar's)."""
+    if trainer.loggers and logs_now(trainer):
+        value = loss.item()
+        for logger in trainer.loggers:
+            logger.log_metrics({"train/loss": value}, updates_done(trainer))

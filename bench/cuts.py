@@ -1,0 +1,227 @@
+"""What each cut of docs/performance_runs.md removed, measured: each cut's old and new form timed
+side by side in one process, on one thread, at T0 = 100 (the paper's model, B = 100), the pairs
+interleaved and each the median of `--repeats` turns, in CPU time (bench/runs.py: clock); writes
+the section `cuts` of docs/performance_runs.md.
+
+    python bench/cuts.py
+
+A run alone, ms per update:
+- train/loss: a Trainer's loop (TensorBoard logger, log_every_n_steps 50, no callback) of the
+  LightningModule with `self.log("train/loss")` in its training step (the old form) and of
+  MemoryTaskModule (training/module.py: log_training_loss);
+- the divergence check: StopOnDivergence's test of the parameters and the loss flag, one
+  `isfinite` per parameter (the old form) and one for all.
+A pack of 8 members (launcher=packed's exact CPU path), ms per update of the pack:
+- kernels: each member's forward and backward one after another, and all members' encoders and
+  poolings in one call (models/feedforward.py: forward_members);
+- Adam: each member's torch.optim.Adam, and FlatAdam (sweeps/flat_adam.py);
+- callbacks: each member's `on_train_batch_end` through Lightning's dispatch (every callback's
+  hook, the empty ones too), and through `call_hooks` (the hooks a callback defines).
+"""
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from pytorch_lightning import Trainer
+from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.trainer import call
+from torch.utils.data import DataLoader
+
+from longterm.models.feedforward import forward_members
+from longterm.store.records import git_commit
+from longterm.sweeps.flat_adam import FlatAdam
+from longterm.training.library_internals import attach_unfitted, call_hooks
+from longterm.training.module import MemoryTaskModule
+from longterm.training.parts import build_model, run_callbacks
+from longterm.training.quiet import quiet_libraries
+from runs import batches, clock, config, write
+
+T0, MEMBERS, UPDATES = 100, 8, 100
+
+
+class SelfLogged(MemoryTaskModule):
+    """The training loss logged as it was before the cut: `self.log` in the training step."""
+
+    def training_step(self, batch, batch_idx):
+        loss = self.step_loss(batch)
+        self.log("train/loss", loss, batch_size=len(batch[1]))
+        return loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        pass
+
+
+def loop(module_class: type, where: Path) -> Callable[[], float]:
+    def fit() -> float:
+        cfg = config(T0, where / "loop", UPDATES)
+        model = build_model(cfg)
+        module = module_class(model.net, lr=cfg.lr)
+        ready = batches(cfg, 4)
+        loader = DataLoader([ready[i % 4] for i in range(UPDATES)], batch_size=None)
+        logger = TensorBoardLogger(where / f"tb-{time.perf_counter_ns()}", name="", version="")
+        trainer = Trainer(
+            max_epochs=1,
+            logger=logger,
+            callbacks=[],
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            limit_val_batches=0,
+            num_sanity_val_steps=0,
+            log_every_n_steps=50,
+        )
+        started = clock()
+        trainer.fit(module, train_dataloaders=loader)
+        return (clock() - started) / UPDATES
+
+    return fit
+
+
+def divergence_checks(where: Path) -> dict[str, Callable[[], float]]:
+    module = build_model(config(T0, where / "check", 2))
+    flag = torch.tensor(True)
+
+    def per_parameter() -> float:  # the old StopOnDivergence.check
+        started = clock()
+        for _ in range(UPDATES):
+            finite = [torch.isfinite(p).all() for p in module.parameters()]
+            finite.append(flag)
+            bool(torch.stack(finite).all())
+        return (clock() - started) / UPDATES
+
+    def together() -> float:  # the new one
+        started = clock()
+        for _ in range(UPDATES):
+            numbers = [p.detach().reshape(-1) for p in module.parameters()]
+            bool(torch.isfinite(torch.cat(numbers)).all() & flag)
+        return (clock() - started) / UPDATES
+
+    return {"divergence check, per parameter": per_parameter, "divergence check, one": together}
+
+
+def pack_parts(where: Path) -> dict[str, Callable[[], float]]:
+    """The pack's kernels, Adam steps and callback dispatch, old and new, per update."""
+    cfgs = [config(T0, where / f"m{i}", UPDATES, 1e-3 * (1 + i), 1 + i % 2) for i in range(8)]
+    members = [build_model(cfg) for cfg in cfgs]
+    (batch,) = batches(cfgs[0], 1)
+    x, y, mask = batch
+    adams = [m.configure_optimizers() for m in members]
+    flat = FlatAdam(adams)
+    everyone = list(range(MEMBERS))
+
+    def grads() -> None:
+        loss = sum(m.step_loss(batch) for m in members)
+        loss.backward()
+
+    def one_after_another() -> float:
+        started = clock()
+        for _ in range(UPDATES // 10):
+            sum(m.step_loss(batch) for m in members).backward()
+        return (clock() - started) / (UPDATES // 10)
+
+    def in_one_call() -> float:
+        started = clock()
+        for _ in range(UPDATES // 10):
+            outs = forward_members([m.net for m in members], [x] * MEMBERS, [mask] * MEMBERS)
+            sum(m.loss(m.prediction(o), y) for m, o in zip(members, outs, strict=True)).backward()
+        return (clock() - started) / (UPDATES // 10)
+
+    def adam_each() -> float:
+        grads()
+        started = clock()
+        for _ in range(UPDATES):
+            for optimizer in adams:
+                optimizer.step()
+        return (clock() - started) / UPDATES
+
+    def adam_flat() -> float:
+        grads()
+        started = clock()
+        for _ in range(UPDATES):
+            flat.step(everyone)
+        return (clock() - started) / UPDATES
+
+    trainers = []
+    for cfg, module, adam in zip(cfgs, members, adams, strict=True):
+        trainer = Trainer(
+            callbacks=run_callbacks(cfg), logger=False, enable_progress_bar=False, max_epochs=1
+        )
+        attach_unfitted(trainer, module, adam)
+        trainers.append(trainer)
+    loss = torch.tensor(0.5)
+
+    def dispatch(hooks: Callable) -> Callable[[], float]:
+        def run() -> float:
+            started = clock()
+            for _ in range(UPDATES):
+                for trainer in trainers:
+                    hooks(trainer, "on_train_batch_end", loss, batch, 0)
+            return (clock() - started) / UPDATES
+
+        return run
+
+    return {
+        "kernels, one after another": one_after_another,
+        "kernels, one call": in_one_call,
+        "Adam, each member's": adam_each,
+        "Adam, FlatAdam": adam_flat,
+        "callbacks, Lightning's dispatch": dispatch(call._call_callback_hooks),
+        "callbacks, call_hooks": dispatch(call_hooks),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parents[1] / "docs" / "performance_runs.md"
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    quiet_libraries()
+    with tempfile.TemporaryDirectory(prefix="cuts-") as name:
+        where = Path(name)
+        cases = {
+            "train/loss, self.log": loop(SelfLogged, where),
+            "train/loss, log_training_loss": loop(MemoryTaskModule, where),
+            **divergence_checks(where),
+            **pack_parts(where),
+        }
+        for case in cases.values():  # compiled, imported, warm
+            case()
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(args.repeats):
+            for name, case in cases.items():
+                times[name].append(case() * 1e3)
+    ms = {name: statistics.median(t) for name, t in times.items()}
+    names = list(ms)
+    lines = [
+        "## cuts",
+        "",
+        f"- command: `{shlex.join(['python', 'bench/cuts.py', *sys.argv[1:]])}`",
+        f"- commit: {git_commit()}; T0 = {T0}, B = 100, torch threads: 1; medians of "
+        f"{args.repeats} interleaved turns, CPU ms (bench/runs.py: clock)",
+        "",
+        "Each cut's old and new form side by side (bench/cuts.py says how each is timed); a "
+        f"run's per update, a pack's (of {MEMBERS} members) per update of the pack.",
+        "",
+        "| cut | before ms | after ms | removed ms |",
+        "|---|---|---|---|",
+    ]
+    for old, new in zip(names[::2], names[1::2], strict=True):
+        what = old.split(",")[0]
+        lines.append(f"| {what} | {ms[old]:.3f} | {ms[new]:.3f} | {ms[old] - ms[new]:.3f} |")
+    text = "\n".join(lines) + "\n"
+    write(args.out, "cuts", text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
