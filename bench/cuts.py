@@ -41,7 +41,7 @@ from longterm.training.library_internals import attach_unfitted, call_hooks
 from longterm.training.module import MemoryTaskModule
 from longterm.training.parts import build_model, run_callbacks
 from longterm.training.quiet import quiet_libraries
-from runs import batches, clock, config, write
+from runs import bare_trainer, batches, clock, config, write
 
 T0, MEMBERS, UPDATES = 100, 8, 100
 
@@ -66,17 +66,7 @@ def loop(module_class: type, where: Path) -> Callable[[], float]:
         ready = batches(cfg, 4)
         loader = DataLoader([ready[i % 4] for i in range(UPDATES)], batch_size=None)
         logger = TensorBoardLogger(where / f"tb-{time.perf_counter_ns()}", name="", version="")
-        trainer = Trainer(
-            max_epochs=1,
-            logger=logger,
-            callbacks=[],
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            limit_val_batches=0,
-            num_sanity_val_steps=0,
-            log_every_n_steps=50,
-        )
+        trainer = bare_trainer(logger=logger, log_every_n_steps=50)
         started = clock()
         trainer.fit(module, train_dataloaders=loader)
         return (clock() - started) / UPDATES

@@ -126,21 +126,27 @@ def data(T0: int, updates: int, where: Path) -> float:
     return clock() - started
 
 
-def bare(T0: int, updates: int, where: Path) -> float:
-    """Seconds of `Trainer.fit` over `updates` ready batches (a few, repeated), nothing else."""
-    cfg = config(T0, where / "bare", updates)
-    ready = batches(cfg, 4)
-    loader = DataLoader([ready[i % 4] for i in range(updates)], batch_size=None)
-    trainer = Trainer(
+def bare_trainer(**settings) -> Trainer:
+    """One epoch of Lightning's loop alone: no callbacks, checkpoints, bar, summary or
+    validation; `settings` add to these (a logger)."""
+    return Trainer(
         max_epochs=1,
-        logger=False,
         callbacks=[],
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         limit_val_batches=0,
         num_sanity_val_steps=0,
+        **settings,
     )
+
+
+def bare(T0: int, updates: int, where: Path) -> float:
+    """Seconds of `Trainer.fit` over `updates` ready batches (a few, repeated), nothing else."""
+    cfg = config(T0, where / "bare", updates)
+    ready = batches(cfg, 4)
+    loader = DataLoader([ready[i % 4] for i in range(updates)], batch_size=None)
+    trainer = bare_trainer(logger=False)
     module = build_model(cfg)
     started = clock()
     trainer.fit(module, train_dataloaders=loader)

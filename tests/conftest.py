@@ -405,3 +405,16 @@ def run_once(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) ->
     out = train_py(*args, f"hydra.run.dir={run_dir}")
     assert out.returncode == 0, out.stderr
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module of small tensors, where a second thread only adds
+    synchronisation (tenfold on a busy machine): `pytestmark = pytest.mark.usefixtures(
+    "one_thread")`. A test of thread counts sets its own."""
+    import torch  # here, not at the top: most test modules never load torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

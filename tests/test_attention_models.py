@@ -15,15 +15,7 @@ from longterm.models.readouts import AttentionPooling, LastStep, MeanPooling
 from longterm.models.transformer import SelfAttention
 from longterm.tasks import generate
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tensors here are tiny: a second thread only adds synchronisation (tenfold on a busy
-    machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # small tensors (conftest.py)
 
 
 DEFAULTS = dict(dim=64, heads=4, layers=2, attn_span=64)  # conf/model/*.yaml

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import CONF, SHARED, composed
+from conftest import CONF, SHARED
+from test_ops import ops
 from torch.profiler import ProfilerActivity, profile
 
 from longterm.config.command_line import check
@@ -16,22 +17,14 @@ from longterm.config.validate import ConfigError
 from longterm.models.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
 from longterm.models.deltanet import DeltaNet, delta_chunked, delta_step
 from longterm.models.gla import SUB, GatedLinearAttention, gla_chunked, gla_step
-from longterm.models.ops import meta_batch, update_ops
 from longterm.models.state import run_steps, state_numbers
 from longterm.tasks import default_width
-from longterm.training.parts import build_model
 
 FLA = SHARED / "fixtures" / "fla_naive_reference.npz"
 META = torch.device("meta")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensors: a second thread only adds synchronisation on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # small tensors (conftest.py)
 
 
 def fla_cases(prefix: str) -> list[dict[str, torch.Tensor]]:
@@ -182,13 +175,6 @@ def test_the_accelerators_plan_has_a_fixed_number_of_chunks():
         assert N == ACCEL_CHUNKS and C % SUB == 0 and C * N >= T > (C - SUB) * N
     assert chunk_plan(1100, torch.device("cpu")) == fixed_plan(1100) == (CHUNK, 18)
     assert fixed_plan(20, 16) == (32, 1)  # one chunk, a multiple of 16 steps
-
-
-def ops(T0: int, *overrides: str) -> int:
-    """aten ops of one update of the model src/train.py builds, on the meta device (as
-    tests/test_ops.py counts them)."""
-    cfg = composed(f"T0={T0}", *overrides)
-    return update_ops(build_model(cfg), meta_batch(100, default_width(T0), cfg.task.n_features))
 
 
 @pytest.mark.slow  # about 15 s: profiling some 20,000 ops four times

@@ -28,14 +28,7 @@ SCANS = {"steps": scan_steps, "kernel": scan_kernel, "parallel": chunked_scan}
 CHUNK = selective_scan_cpu.library(16, 3, torch.float64).chunk_length()  # the kernel's L
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tensors here are small: a second thread only adds synchronisation (tenfold on a busy
-    machine). The kernel's test of thread counts sets its own."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # small tensors (conftest.py)
 
 
 def scan_inputs(b, T, E, N, dtype=torch.float64, seed=0):

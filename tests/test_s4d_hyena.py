@@ -16,14 +16,7 @@ from longterm.models.state import state_numbers
 from longterm.tasks import default_width
 from longterm.training.parts import build_model
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tensors here are tiny: a second thread only adds synchronisation."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # small tensors (conftest.py)
 
 
 SMALL = {
