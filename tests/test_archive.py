@@ -1,7 +1,9 @@
 """The committed archive of runs (longterm.store.archive): what it keeps, its budget, and continuing
 an archived run on another checkout."""
 
+import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,11 +14,15 @@ from longterm.analysis.collect import collect
 from longterm.analysis.runs import load_runs
 from longterm.store.archive import (
     BUDGET_MB,
+    FINAL_MARK,
     LAST,
     RUN_FILES,
     ArchiveError,
     beaten,
     get,
+    is_final,
+    kept_files,
+    needs_checkpoint,
     put,
     run_dirs,
     size_mb,
@@ -116,7 +122,7 @@ def test_the_committed_archive_is_complete_and_within_its_budget():
         results = [read_json(run / "result.json") for run in runs]
         for run, result in zip(runs, results, strict=True):
             assert all((run / name).exists() for name in RUN_FILES), run
-            needed = result["status"] != "solved" and not beaten(result, results)
+            needed = needs_checkpoint(result, results, is_final(sweep))
             assert (run / LAST).exists() == needed, run
 
 
@@ -192,3 +198,22 @@ def test_a_run_recorded_before_the_subpackages_is_evaluated_with_today_s_classes
     (run / "result.json").write_text(text)
     rows = accuracy_by_batch(run)
     assert len(rows) > 0 and rows["acc"].between(0, 1).all()
+
+
+def test_a_final_sweep_keeps_the_checkpoints_of_unfinished_runs_only(sweep, tmp_path):
+    """`put --final` (an experiment at a fixed budget): no finished run keeps its checkpoint, an
+    interrupted one does, the sweep's commands are kept at every level of a sweep of sweeps, and
+    the rule stays with the archived copy when it is put again."""
+    nested = tmp_path / "outer"
+    shutil.copytree(sweep, nested / "race")
+    stopped = next(r for r in run_dirs(nested) if (r / LAST).exists())
+    result = read_json(stopped / "result.json")
+    (stopped / "result.json").write_text(json.dumps({**result, "status": "interrupted"}))
+    put([nested], tmp_path / "runs", final=True)
+    archive = tmp_path / "runs" / "outer"
+    assert (archive / FINAL_MARK).exists() and (archive / "race" / "multirun.yaml").exists()
+    kept = {r.name for r in run_dirs(archive) if (r / LAST).exists()}
+    assert kept == {stopped.name}
+    assert {p.relative_to(archive) for p in kept_files(archive)} == {
+        p.relative_to(archive) for p in archive.rglob("*") if p.is_file()
+    }

@@ -20,6 +20,14 @@ is why `longterm.experiments.lr_race` capped it there, so nothing reads its chec
 variable-length run keeps its own: the collector evaluates it by length). Its record and events are
 kept, and the same command makes it again, bit for bit on the same machine.
 
+A sweep put with `--final` (an experiment whose runs end at a fixed budget, not to be continued:
+conf/experiment/recall.yaml, selection.yaml) keeps the checkpoint of no finished run (solved,
+at its limit or diverged), only of those cut off (interrupted or failed), which its command
+resumes; its archived copy holds FINAL_MARK, so the rule stays with the sweep when it is put
+again after `get`.
+
+    python -m longterm.store.archive put --final outputs/recall
+
 `put` replaces the archived copies of the sweeps it is given (and only those), and refuses
 when the archive would grow past BUDGET_MB. A checkpoint that holds the training state of its
 archived copy (one that `get` only relocated) keeps the archived bytes, so that putting back an
@@ -38,13 +46,14 @@ from pathlib import Path
 import torch
 
 from longterm.store.checkpoints import UnsafeCheckpointError, load_checkpoint, relocate
-from longterm.store.records import COMMANDS_RECORD, RESULT_FILE, SWEEP_RECORD
+from longterm.store.records import COMMANDS_RECORD, FINAL_STATUSES, RESULT_FILE, SWEEP_RECORD
 from longterm.store.run_dir import CHECKPOINTS, RunDirError, event_files, run_record
 
 ARCHIVE = Path("runs")
 OUTPUTS = Path("outputs")
-BUDGET_MB = 40.0  # the whole archive: small enough to clone with the code
-SWEEP_FILES = (SWEEP_RECORD, COMMANDS_RECORD, "multirun.yaml")
+BUDGET_MB = 60.0  # the whole archive: small enough to clone with the code
+FINAL_MARK = "final_sweep"  # in an archived sweep: its finished runs keep no checkpoint
+SWEEP_FILES = (SWEEP_RECORD, COMMANDS_RECORD, "multirun.yaml", FINAL_MARK)
 RUN_FILES = (RESULT_FILE, ".hydra/overrides.yaml", ".hydra/config.yaml")
 LAST = f"{CHECKPOINTS}/last.ckpt"
 
@@ -81,18 +90,33 @@ def beaten(result: dict, results: list[dict]) -> bool:
     )
 
 
-def kept_files(sweep: Path) -> Iterator[Path]:
-    """The files of `sweep` that the archive keeps, as paths under `sweep`."""
-    for name in SWEEP_FILES:
-        if (sweep / name).exists():
-            yield sweep / name
+def needs_checkpoint(result: dict, results: list[dict], final: bool) -> bool:
+    """Whether the archive keeps a run's last checkpoint (the module docstring): not when it is
+    solved or beaten, nor, in a final sweep, when it finished at all."""
+    if final:
+        return result.get("status") not in FINAL_STATUSES
+    return result.get("status") != "solved" and not beaten(result, results)
+
+
+def is_final(sweep: Path) -> bool:
+    return (sweep / FINAL_MARK).exists()
+
+
+def kept_files(sweep: Path, final: bool = False) -> Iterator[Path]:
+    """The files of `sweep` that the archive keeps, as paths under `sweep` (`final`, or the
+    sweep's FINAL_MARK: the checkpoints of unfinished runs only)."""
+    final = final or is_final(sweep)
     runs = run_dirs(sweep)
+    # A sweep may hold sweeps (one directory per race: experiments/recall_runs.py), each with
+    # its own commands: every directory between the sweep and its runs keeps them.
+    holders = {sweep} | {d for run in runs for d in run.parents if d.is_relative_to(sweep)}
+    for holder in sorted(holders):
+        yield from (holder / name for name in SWEEP_FILES if (holder / name).exists())
     results = [run_record(run) for run in runs]  # RunDirError for one that cannot be read
     for run, result in zip(runs, results, strict=True):
         yield from (run / name for name in RUN_FILES if (run / name).exists())
         yield from event_files(run)
-        keep = result.get("status") != "solved" and not beaten(result, results)
-        if keep and (run / LAST).exists():
+        if needs_checkpoint(result, results, final) and (run / LAST).exists():
             yield run / LAST
 
 
@@ -128,13 +152,16 @@ def copy_sweep(source: Path, target: Path, files: list[Path]) -> None:
     tmp.rename(target)
 
 
-def put(sweeps: list[Path], archive: Path = ARCHIVE, budget_mb: float = BUDGET_MB) -> float:
-    """Archive each sweep as `archive/<sweep name>`; return the archive's size in MB."""
+def put(
+    sweeps: list[Path], archive: Path = ARCHIVE, budget_mb: float = BUDGET_MB, final: bool = False
+) -> float:
+    """Archive each sweep as `archive/<sweep name>` (`final`: as a final sweep, the module
+    docstring); return the archive's size in MB."""
     plans = {}
     for sweep in sweeps:
         if not run_dirs(sweep):
             raise ArchiveError(f"{sweep} holds no run (no {RESULT_FILE} under it)")
-        plans[sweep] = list(kept_files(sweep))
+        plans[sweep] = list(kept_files(sweep, final))
     new = sum(p.stat().st_size for files in plans.values() for p in files) / 2**20
     replaced = sum(size_mb(archive / s.name) for s in sweeps if (archive / s.name).exists())
     total = (size_mb(archive) if archive.exists() else 0.0) - replaced + new
@@ -146,6 +173,11 @@ def put(sweeps: list[Path], archive: Path = ARCHIVE, budget_mb: float = BUDGET_M
     archive.mkdir(parents=True, exist_ok=True)
     for sweep, files in plans.items():
         copy_sweep(sweep, archive / sweep.name, files)
+        if final:
+            (archive / sweep.name / FINAL_MARK).write_text(
+                "Finished runs of this sweep are archived without checkpoints "
+                "(longterm.store.archive, --final).\n"
+            )
     return size_mb(archive)
 
 
@@ -175,13 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     put_p = sub.add_parser("put", help="archive sweeps (replacing their archived copies)")
     put_p.add_argument("sweeps", nargs="+", type=Path)
     put_p.add_argument("--into", type=Path, default=ARCHIVE)
+    put_p.add_argument(
+        "--final", action="store_true", help="keep the checkpoints of unfinished runs only"
+    )
     get_p = sub.add_parser("get", help="copy archived sweeps back to where they run")
     get_p.add_argument("sweeps", nargs="+", type=Path)
     get_p.add_argument("--into", type=Path, default=OUTPUTS)
     a = p.parse_args(argv)
     try:
         if a.command == "put":
-            print(f"{a.into}: {put(a.sweeps, a.into):.1f} MB of {BUDGET_MB:g} MB")
+            print(f"{a.into}: {put(a.sweeps, a.into, final=a.final):.1f} MB of {BUDGET_MB:g} MB")
         else:
             for sweep in a.sweeps:
                 print(f"{sweep} -> {get(sweep, a.into)}")
