@@ -125,8 +125,12 @@ def plot(p: pd.DataFrame, path: Path) -> None:
         ax.set_xlabel("state size (numbers per sequence)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("best validation accuracy")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    legend = {}  # label -> handle, over every panel (a model may be drawn in one only)
+    for ax in axes:
+        legend |= {label: h for h, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    labels = sorted(legend, key=lambda label: model_order(label.split()[0]))
+    fig.legend([legend[label] for label in labels], labels, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), fontsize=8)  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=90, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
