@@ -62,10 +62,15 @@ SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 # Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
 HYPOTHESES ?= init_torch init_torch_mean
 
+# The recall sweep's races (longterm.experiments.recall_runs): docs/recall.md and its figure, when
+# they are archived.
+RECALL ?= runs/recall
+
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 	for h in $(HYPOTHESES); do \
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
+	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.analysis.recall $(RECALL) --out docs/recall.md)
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
 	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))

@@ -189,12 +189,14 @@ def time_kinds(updates: int) -> None:
         print(f"  {name:32s} {seconds_per_update(overrides, updates):.4f}", flush=True)
 
 
-def run_streams() -> None:
-    """Every stream's commands in order, the streams side by side, one thread each."""
+def run_streams(streams: list[list[str]] | None = None) -> None:
+    """Every stream's commands in order (the claims sweep's by default; the recall sweep's,
+    experiments.recall_runs), the streams side by side, one thread each."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     root = TRAIN_PY.parents[1]
     here = shlex.quote(sys.executable)  # this interpreter, not whichever `python` is on PATH
-    scripts = [" && ".join(c.replace("python", here, 1) for c in stream) for stream in commands()]
+    streams = commands() if streams is None else streams
+    scripts = [" && ".join(c.replace("python", here, 1) for c in stream) for stream in streams]
     procs = [subprocess.Popen(["bash", "-c", s], cwd=root, env=env) for s in scripts]
     codes = [p.wait() for p in procs]
     if any(codes):

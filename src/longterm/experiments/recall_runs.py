@@ -1,0 +1,97 @@
+"""The recall sweep: the runs behind docs/recall.md (longterm.analysis.recall), recall against
+state size on multi-query associative recall (conf/experiment/recall.yaml).
+
+    python -m longterm.experiments.recall_runs          # the sweep's commands
+    python -m longterm.experiments.recall_runs --run    # run them: two processes, one thread
+    python -m longterm.experiments.recall_runs --settings 128:8 --models hyena mamba --dims 32
+    python -m longterm.analysis.recall outputs/recall --out docs/recall.md
+
+Every setting (T0, key-value pairs) x width x model is one learning-rate race
+(longterm.experiments.lr_race: LRS[0] leads, the others capped at the epochs it needed) in a sweep
+directory of its own, `outputs/recall/<model>_d<width>_T<T0>/`, so that each race sees only its
+own runs; a rerun fills in only what is missing. The attention models get `model.attn_span=T0`,
+so that they see the whole sequence. `--launcher local`: token tasks train one job at a time
+under any launcher (they are not packed).
+
+The races run as two streams, one process of one thread each, side by side. A setting and
+model's widths go to different streams, the wider one alternating between the streams from one
+model to the next and from one setting to the next, so each stream trains every model at every
+setting about once and about half of the wider runs: two streams of about equal cost whatever
+each model costs.
+"""
+
+import argparse
+import shlex
+
+from longterm.analysis.recall_checks import ATTENTION
+
+SETTINGS = ((64, 4), (128, 8))  # (T0, key-value pairs), zoology's two shortest
+DIMS = (64, 32)  # model.dim
+MODELS = (
+    *("transformer", "mamba", "gla", "deltanet", "hyena", "s4d"),
+    *("lstm", "rnn", "linear_memory", "all_attention", "feedback"),
+)
+LRS = ("3e-3", "1e-3")  # the leader first
+SEEDS = ("1",)
+SWEEP_ROOT = "outputs/recall"
+STREAMS = 2
+
+
+def race(model: str, dim: int, T0: int, kv: int) -> str:
+    """One race's command line."""
+    command = [
+        *("python", "-m", "longterm.experiments.lr_race"),
+        *("--sweep-dir", f"{SWEEP_ROOT}/{model}_d{dim}_T{T0}", "--T0", str(T0)),
+        *("--tasks", "mqar", "--pools", "per_step", "--seeds", *SEEDS, "--lrs", *LRS),
+        *("--launcher", "local", "--", "experiment=recall", f"model={model}"),
+        *(f"model.dim={dim}", f"task.params.kv_pairs={kv}"),
+    ]
+    if model in ATTENTION:
+        command.append(f"model.attn_span={T0}")
+    return shlex.join(command)
+
+
+def streams(
+    settings: tuple[tuple[int, int], ...] = SETTINGS,
+    dims: tuple[int, ...] = DIMS,
+    models: tuple[str, ...] = MODELS,
+) -> list[list[str]]:
+    """Each stream's races, settings first, then widths, then models (the module's docstring says
+    which stream takes which race)."""
+    out: list[list[str]] = [[] for _ in range(STREAMS)]
+    for i, (T0, kv) in enumerate(settings):
+        for k, dim in enumerate(dims):
+            for j, model in enumerate(models):
+                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv))
+    return out
+
+
+def setting(text: str) -> tuple[int, int]:
+    """`64:4` -> (64, 4)."""
+    try:
+        T0, kv = text.split(":")
+        return int(T0), int(kv)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give T0:KV_PAIRS, e.g. 64:4") from None
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", action="store_true", help="run the races, two processes side by side")
+    p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
+    p.add_argument("--dims", type=int, nargs="+", default=DIMS)
+    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    args = p.parse_args(argv)
+    chosen = streams(tuple(args.settings), tuple(args.dims), tuple(args.models))
+    if args.run:
+        from longterm.experiments.claim_runs import run_streams  # loads torch: only to run
+
+        run_streams([s for s in chosen if s])
+    else:
+        for i, stream in enumerate(chosen, 1):
+            print(f"# process {i} (OMP_NUM_THREADS=1)")
+            print("\n".join(stream))
+
+
+if __name__ == "__main__":
+    main()
