@@ -72,8 +72,15 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
 	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.analysis.recall $(RECALL) --out docs/recall.md)
 
+# The experiments run at a fixed budget: archived without the checkpoints of finished runs
+# (longterm.store.archive, --final).
+FINAL_SWEEPS ?= recall selection
+ARCHIVED = $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
+
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
-	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
+	$(if $(ARCHIVED),$(BIN)/python -m longterm.store.archive put $(ARCHIVED))
+	$(if $(wildcard $(FINAL_SWEEPS:%=outputs/%)),$(BIN)/python -m longterm.store.archive put --final \
+		$(wildcard $(FINAL_SWEEPS:%=outputs/%)))
 
 restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
 	$(BIN)/python -m longterm.store.archive get $(wildcard runs/*/)
