@@ -62,10 +62,15 @@ SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 # Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
 HYPOTHESES ?= init_torch init_torch_mean
 
+# The sweeps behind the claims page (docs/claims.md): the claims sweep and the Mamba paper's
+# synthetic tasks (conf/experiment/selection.yaml), those of them archived.
+CLAIMS ?= runs/claims runs/selection
+
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 	for h in $(HYPOTHESES); do \
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
+	$(BIN)/python -m longterm.analysis.claims $(wildcard $(CLAIMS)) --out docs/claims.md
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
 	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
