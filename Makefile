@@ -65,11 +65,15 @@ HYPOTHESES ?= init_torch init_torch_mean
 # The recall sweep's races (longterm.experiments.recall_runs): docs/recall.md and its figure, when
 # they are archived.
 RECALL ?= runs/recall
+# The sweeps behind the claims page (docs/claims.md): the claims sweep and the Mamba paper's
+# synthetic tasks (conf/experiment/selection.yaml), those of them archived.
+CLAIMS ?= runs/claims runs/selection
 
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 	for h in $(HYPOTHESES); do \
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
+	$(BIN)/python -m longterm.analysis.claims $(wildcard $(CLAIMS)) --out docs/claims.md
 	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.analysis.recall $(RECALL) --out docs/recall.md)
 
 # The experiments run at a fixed budget: archived without the checkpoints of finished runs

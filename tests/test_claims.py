@@ -1,21 +1,14 @@
-"""The claims report (longterm.analysis.claims): its verdict rule on made-up numbers, and the
-report from a tiny real sweep of the claims experiment (one update a run)."""
+"""The claims report (longterm.analysis.claims): its verdict rule (analysis/claim_verdicts.py) on
+made-up numbers, and the report from a tiny real sweep of the claims experiment (one update a
+run)."""
 
 import math
 
 import pytest
 from conftest import CONF, train_py
 
-from longterm.analysis.claims import (
-    FEEDBACK,
-    TRANSFORMER,
-    Comparison,
-    Stats,
-    combine,
-    compare,
-    load,
-    main,
-)
+from longterm.analysis.claim_verdicts import Comparison, Stats, combine, compare
+from longterm.analysis.claims import FEEDBACK, TRANSFORMER, load, main
 from longterm.config.command_line import check
 from longterm.experiments.claim_runs import (
     BITS_PER_PARAMETER,
@@ -99,7 +92,7 @@ def test_the_report_from_a_tiny_sweep(tmp_path):
     main([str(tmp_path), "--out", str(out)])
     text = out.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert len(rows) == 1 + 9  # the header, then one row per claim
+    assert len(rows) == 1 + 11  # the header, then one row per claim
     feedback = runs[runs.name == FEEDBACK].best_acc
     cell = f"{100 * feedback.mean():.1f} ({100 * feedback.min():.1f}–{100 * feedback.max():.1f})"
     fan = next(r for r in rows if r.startswith("| Fan et al."))

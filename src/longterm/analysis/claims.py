@@ -1,66 +1,41 @@
 """The papers' claims against the runs here: one row per claim with the claim in one sentence, the
-test made here, the numbers and a verdict computed from them by one stated rule (RULE).
+test made here, the numbers and a verdict computed from them by one stated rule (RULE,
+analysis/claim_verdicts.py).
 
-    python -m longterm.analysis.claims outputs/claims --out docs/claims.md
+    python -m longterm.analysis.claims outputs/claims outputs/selection --out docs/claims.md
 
-The sweep is longterm.experiments.claim_runs (conf/experiment/claims.yaml). Each run counts with its
-best validation accuracy (over the labelled steps for per-step tasks); a model's numbers are the
-mean over seeds and the range (lowest and highest seed). The rows on Raffel & Ellis (2015) and on
-the fixed-state bottleneck read the tables this repository already generated (docs/results/
-table1.csv, docs/bottleneck/recall.csv) and link to them.
+The sweeps are longterm.experiments.claim_runs (conf/experiment/claims.yaml) and, for the Mamba
+paper's rows (analysis/selection_claims.py), conf/experiment/selection.yaml. Each run counts with
+its best validation accuracy (over the labelled steps for per-step tasks), or its accuracy at a
+tested length where a comparison says so; a model's numbers are the mean over seeds and the range
+(lowest and highest seed). The rows on Raffel & Ellis (2015) and on the fixed-state bottleneck
+read the tables this repository already generated (docs/results/table1.csv,
+docs/bottleneck/recall.csv) and link to them.
 """
 
 import argparse
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from longterm.analysis.claim_verdicts import (
+    RULE,
+    Claim,
+    Comparison,
+    chance_of,
+    claim_cells,
+    claim_stats,
+    verdict,
+)
 from longterm.analysis.formats import pct
 from longterm.analysis.provenance import sweeps_markdown
-from longterm.analysis.references import references
 from longterm.analysis.runs import load_runs
+from longterm.analysis.selection_claims import selection_rows
 from longterm.tasks.knowledge import LARGE_VOCAB, VOCAB
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
-MIN_SEEDS = 3  # fewer seeds of a model: inconclusive
-ABOVE_CHANCE = 0.05  # a comparison where no model beats chance by this much tests nothing
-
-RULE = (
-    f"A model's numbers are the mean of its seeds' best validation accuracy and the range "
-    f"(lowest–highest seed). *A beats B* when every seed of A is above every seed of B (the "
-    f"ranges do not overlap). A claim that A does better than B holds here when A beats B, does "
-    f"not hold when B beats A or the ranges overlap with A's mean below B's, and is inconclusive "
-    f"when the ranges overlap otherwise. A claim that A loses nothing against B holds when B "
-    f"does not beat A and does not hold when it does. A claim of several comparisons holds when "
-    f"each holds and does not hold when any does not. Any comparison is inconclusive when a "
-    f"model has fewer than {MIN_SEEDS} seeds, or when no model in it is {pct(ABOVE_CHANCE)} "
-    f"points above chance (the best constant predictor on the same validation set): runs that "
-    f"learned nothing test nothing."
-)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """`first` does better than `second` (`better`), or loses nothing against it (`no_loss`)."""
-
-    first: str
-    second: str
-    kind: str = "better"
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A paper's claim tested on one task by comparisons of models (names as `model_name`)."""
-
-    paper: str
-    claim: str
-    test: str
-    task: str
-    comparisons: tuple[Comparison, ...]
-
 
 FEEDBACK = "feedback L=2"
 TRANSFORMER, DEEP = "transformer L=2", "transformer L=4"
@@ -139,107 +114,14 @@ def load(dirs: list[Path]) -> pd.DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Stats:
-    """A model's best accuracies over its seeds on one task."""
-
-    name: str
-    accs: tuple[float, ...]
-    params: int
-
-    @property
-    def mean(self) -> float:
-        return sum(self.accs) / len(self.accs)
-
-    @property
-    def low(self) -> float:
-        return min(self.accs)
-
-    @property
-    def high(self) -> float:
-        return max(self.accs)
-
-    def cell(self) -> str:
-        """`name: mean (low–high), n seeds, parameters`, accuracies in %."""
-        seeds = f"{len(self.accs)} seed{'s' if len(self.accs) > 1 else ''}"
-        span = f"{pct(self.low)}–{pct(self.high)}"
-        return f"{self.name}: {pct(self.mean)} ({span}), {seeds}, {self.params:,} parameters"
-
-
-def stats(runs: pd.DataFrame, task: str, name: str) -> Stats | None:
-    """`name`'s runs on `task`, one per seed (the latest if a seed ran twice); None if none."""
-    own = runs[(runs.task == task) & (runs.name == name)]
-    if own.empty:
-        return None
-    own = own.sort_values("finished_at").drop_duplicates("seed", keep="last")
-    return Stats(name, tuple(own.best_acc), int(own.n_params.max()))
-
-
-def beats(a: Stats, b: Stats) -> bool:
-    return a.low > b.high
-
-
-def compare(c: Comparison, a: Stats | None, b: Stats | None, chance: float | None) -> tuple:
-    """(verdict, why) of one comparison: `holds`, `does not hold` or `inconclusive`."""
-    missing = [n for n, s in ((c.first, a), (c.second, b)) if s is None]
-    if missing:
-        return "inconclusive", f"no runs of {', '.join(missing)}"
-    few = [s.name for s in (a, b) if len(s.accs) < MIN_SEEDS]
-    if few:
-        return "inconclusive", f"fewer than {MIN_SEEDS} seeds of {', '.join(few)}"
-    if chance is not None and max(a.high, b.high) < chance + ABOVE_CHANCE:
-        return "inconclusive", f"neither {a.name} nor {b.name} is above chance ({pct(chance)}%)"
-    span = f"{a.name} {pct(a.low)}–{pct(a.high)}, {b.name} {pct(b.low)}–{pct(b.high)}"
-    if c.kind == "no_loss":
-        if beats(b, a):
-            return "does not hold", f"{b.name} beats {a.name} ({span})"
-        return "holds", f"{b.name} does not beat {a.name} ({span})"
-    if beats(a, b):
-        return "holds", f"{a.name} beats {b.name} ({span})"
-    if beats(b, a):
-        return "does not hold", f"{b.name} beats {a.name} ({span})"
-    if a.mean < b.mean:
-        return "does not hold", f"ranges overlap and {a.name}'s mean is lower ({span})"
-    return "inconclusive", f"ranges overlap ({span})"
-
-
-def combine(verdicts: list[tuple[str, str]]) -> tuple[str, str]:
-    """A claim's verdict from its comparisons'."""
-    kinds = [v for v, _ in verdicts]
-    verdict = (
-        "does not hold"
-        if "does not hold" in kinds
-        else "holds"
-        if all(v == "holds" for v in kinds)
-        else "inconclusive"
-    )
-    return verdict, "; ".join(why for _, why in verdicts)
-
-
-def chance_of(runs: pd.DataFrame, task: str) -> float | None:
-    """The best constant predictor on `task`'s validation set (its first run's)."""
-    own = runs[runs.task == task]
-    return None if own.empty else references(own.config.iloc[0]["data"], own.loss.iloc[0])[0]
-
-
 def claim_row(claim: Claim, runs: pd.DataFrame) -> dict[str, str]:
     """One claim's row: paper, claim, test, numbers, verdict with its reason."""
-    names = list(dict.fromkeys(n for c in claim.comparisons for n in (c.first, c.second)))
-    found = {n: stats(runs, claim.task, n) if not runs.empty else None for n in names}
-    chance = chance_of(runs, claim.task) if not runs.empty else None
-    verdict, why = combine(
-        [compare(c, found[c.first], found[c.second], chance) for c in claim.comparisons]
-    )
+    found = claim_stats(claim, runs)
+    chance = chance_of(runs, claim.task)
     numbers = [s.cell() for s in found.values() if s is not None]
     if chance is not None:
         numbers.append(f"chance {pct(chance)}")
-    return {
-        "paper": claim.paper,
-        "claim": claim.claim,
-        "test here": claim.test,
-        "best val acc %, mean (range)": "<br>".join(numbers) or "no runs",
-        "verdict": f"**{verdict}**: {why}",
-    }
+    return claim_cells(claim, numbers, verdict(claim, found, chance))
 
 
 def table1_row(path: Path) -> dict[str, str]:
@@ -340,7 +222,7 @@ page with the command at the top.
 
 def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, docs: Path = DOCS) -> str:
     """The claims page: the table, then each sweep's commands, commits, machine and time."""
-    rows = [claim_row(c, runs) for c in CLAIMS]
+    rows = [claim_row(c, runs) for c in CLAIMS] + selection_rows(runs)
     rows += [
         table1_row(docs / "results" / "table1.csv"),
         bottleneck_row(docs / "bottleneck" / "recall.csv"),
