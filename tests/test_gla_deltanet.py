@@ -173,8 +173,11 @@ def test_the_accelerators_plan_has_a_fixed_number_of_chunks():
     for T in (1, 1100, 11000):
         C, N = chunk_plan(T, META, SUB)
         assert N == ACCEL_CHUNKS and C % SUB == 0 and C * N >= T > (C - SUB) * N
-    assert chunk_plan(1100, torch.device("cpu")) == fixed_plan(1100) == (CHUNK, 18)
-    assert fixed_plan(20, 16) == (32, 1)  # one chunk, a multiple of 16 steps
+    # The fewest chunks of at most CHUNK steps, each as short as covers T: 18 of 62 for 1100
+    # steps, two of 40 (a multiple of SUB) for 71, one of 32 (a multiple of 16) for 20.
+    assert chunk_plan(1100, torch.device("cpu")) == fixed_plan(1100) == (62, 18)
+    assert fixed_plan(71, SUB) == (40, 2)
+    assert fixed_plan(20, 16) == (32, 1)
 
 
 @pytest.mark.slow  # about 15 s: profiling some 20,000 ops four times

@@ -3,12 +3,12 @@ models/deltanet.py): how many chunks of how many steps, and the reshapes.
 
 Both mixers compute everything inside a chunk for all chunks at once (batched tensor ops). GLA's
 decay is diagonal, so it carries its state across chunks with batched ops too, and takes chunks
-of CHUNK steps on every device (`fixed_plan`). DeltaNet's transitions are full matrices: it walks
-the chunks one after another, a Python loop of N iterations of a few ops each, and `chunk_plan`
-picks N per device:
+of at most CHUNK steps on every device (`fixed_plan`). DeltaNet's transitions are full matrices:
+it walks the chunks one after another, a Python loop of N iterations of a few ops each, and
+`chunk_plan` picks N per device:
 
-- on the CPU, chunks of CHUNK steps: the least memory; an op's launch costs little there next to
-  the work it does;
+- on the CPU, chunks of at most CHUNK steps (`fixed_plan`): the least memory; an op's launch
+  costs little there next to the work it does;
 - elsewhere (CUDA, or PyTorch's `meta` device on which models/ops.py counts ops), exactly
   ACCEL_CHUNKS chunks of ceil(T / ACCEL_CHUNKS) steps, whatever T: the ops per update are the
   same at every length (tests/test_gla_deltanet.py holds them equal at T0 = 1000 and 10000), at
@@ -38,8 +38,12 @@ def chunk_plan(T: int, device: torch.device, multiple: int = 1) -> tuple[int, in
 
 
 def fixed_plan(T: int, multiple: int = 1) -> tuple[int, int]:
-    """(C, N): chunks of CHUNK steps (fewer, a multiple of `multiple`, when T is shorter)."""
-    C = min(CHUNK, round_up(T, multiple))
+    """(C, N): the fewest chunks of at most CHUNK steps, N = ceil(T / CHUNK), each as short as
+    covers T (C a multiple of `multiple`): at T = 71 (T0 = 64 padded) two chunks of 40 steps,
+    where chunks of 64 would compute 128 steps for 71 (1.8 times the work, the second chunk
+    mostly filler)."""
+    N = math.ceil(T / CHUNK)
+    C = round_up(math.ceil(T / N), multiple)
     return C, math.ceil(T / C)
 
 

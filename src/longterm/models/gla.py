@@ -87,8 +87,8 @@ def gla_chunked(
 ) -> tuple[Tensor, Tensor]:
     """The chunked form: q, k, log_alpha (B, H, T, d_k), v (B, H, T, d_v), the state before step 0
     (B, H, d_k, d_v) or None for zeros -> o (B, H, T, d_v), S after step T-1. `plan` (C, N):
-    N chunks of C steps, C a multiple of SUB; by default chunks of CHUNK steps on every device
-    (models/chunks.py): no op here loops over chunks, so their number changes no op count."""
+    N chunks of C steps, C a multiple of SUB; by default chunks of at most CHUNK steps on every
+    device (models/chunks.py): no op here loops over chunks, so their number changes no op count."""
     B, H, T, d_k = q.shape
     C, N = plan or fixed_plan(T, SUB)
     q, k, v, g = (to_chunks(x, C, N) for x in (q * d_k**-0.5, k, v, log_alpha))  # (B,H,N,C,.)
