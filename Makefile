@@ -62,13 +62,20 @@ SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 # Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
 HYPOTHESES ?= init_torch init_torch_mean
 
+# Every memory on the paper's problems (longterm.experiments.every_memory_runs): a sweep per
+# memory under one folder, read beside runs/table1 and runs/table1_long into docs/every_memory.md.
+EVERY_MEMORY ?= runs/every_memory
+
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 	for h in $(HYPOTHESES); do \
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
+	$(if $(wildcard $(EVERY_MEMORY)),$(BIN)/python -m longterm.analysis.every_memory \
+		$(EVERY_MEMORY) runs/table1 runs/table1_long --out docs/every_memory.md)
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
-	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
+	$(BIN)/python -m longterm.store.archive put $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%) \
+		$(EVERY_MEMORY:runs/%=outputs/%))
 
 restore-runs: $(STAMP)  ## copy the archived sweeps back to outputs/, where their commands resume
 	$(BIN)/python -m longterm.store.archive get $(wildcard runs/*/)

@@ -4,7 +4,8 @@ run continues from on another machine.
 `outputs/`, where runs are made, is not kept with the repository; `runs/` is. `put` copies what
 the collector and `continue_run` read from each run of a sweep, and nothing else:
 
-    <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py)
+    <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py), of
+                                                       each sweep in it when it holds several
     <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
     <run>/checkpoints/last.ckpt                        unless the run is solved or beaten (below):
                                                        a run that may be continued, resumed or
@@ -83,9 +84,8 @@ def beaten(result: dict, results: list[dict]) -> bool:
 
 def kept_files(sweep: Path) -> Iterator[Path]:
     """The files of `sweep` that the archive keeps, as paths under `sweep`."""
-    for name in SWEEP_FILES:
-        if (sweep / name).exists():
-            yield sweep / name
+    for name in SWEEP_FILES:  # a folder of sweeps (every_memory/<model>/) keeps each one's
+        yield from sorted(sweep.glob(f"**/{name}"))
     runs = run_dirs(sweep)
     results = [run_record(run) for run in runs]  # RunDirError for one that cannot be read
     for run, result in zip(runs, results, strict=True):
