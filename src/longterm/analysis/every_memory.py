@@ -237,7 +237,7 @@ after the training width (result.json, docs/models.md); blank where its runs did
 {verdicts}
 
 {tables}
-{notes}
+
 ## Plan for the cells not run
 
 {plan}
@@ -255,10 +255,11 @@ after the training width (result.json, docs/models.md); blank where its runs did
 def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     """The page, from the runs under `dirs`; `out` is named in its command."""
     cells = table_cells(runs)
-    tables = "\n".join(
-        f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) + "\n" for task in TASKS
-    )
     notes = sorted(set(cells.protocol_note.dropna())) if "protocol_note" in cells else []
+    tables = "\n\n".join(
+        [f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) for task in TASKS]
+        + [f"† {note}." for note in notes]
+    )
     page = shlex.join(
         ["python", "-m", "longterm.analysis.every_memory", *map(str, dirs)]
         + (["--out", str(out)] if out else [])
@@ -269,7 +270,6 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
             setting=setting(runs) if len(runs) else "No run has finished yet.",
             verdicts="\n\n".join(verdict(task, cells, runs) for task in TASKS),
             tables=tables,
-            notes="".join(f"† {n}.\n\n" for n in notes),
             plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",
             commands="\n".join(
                 [f"{PLANNER}          # the 2-core CPU plan, two streams (--run runs them)", page]
