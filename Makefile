@@ -68,6 +68,9 @@ RECALL ?= runs/recall
 # The sweeps behind the claims page (docs/claims.md): the claims sweep and the Mamba paper's
 # synthetic tasks (conf/experiment/selection.yaml), those of them archived.
 CLAIMS ?= runs/claims runs/selection
+# Every memory on the paper's problems (longterm.experiments.every_memory_runs): a sweep per
+# memory under one folder, read beside runs/table1 and runs/table1_long into docs/every_memory.md.
+EVERY_MEMORY ?= runs/every_memory
 
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
@@ -75,11 +78,13 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
 	$(BIN)/python -m longterm.analysis.claims $(wildcard $(CLAIMS)) --out docs/claims.md
 	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.analysis.recall $(RECALL) --out docs/recall.md)
+	$(if $(wildcard $(EVERY_MEMORY)),$(BIN)/python -m longterm.analysis.every_memory \
+		$(EVERY_MEMORY) runs/table1 runs/table1_long --out docs/every_memory.md)
 
 # The experiments run at a fixed budget: archived without the checkpoints of finished runs
 # (longterm.store.archive, --final).
 FINAL_SWEEPS ?= recall selection
-ARCHIVED = $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
+ARCHIVED = $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%) $(EVERY_MEMORY:runs/%=outputs/%))
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
 	$(if $(ARCHIVED),$(BIN)/python -m longterm.store.archive put $(ARCHIVED))

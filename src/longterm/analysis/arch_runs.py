@@ -21,6 +21,11 @@ ARCHS = {  # (model, pool) -> the name of the architecture in tables, in table o
     ("transformer", "last"): "transformer",
     ("all_attention", "last"): "all_attention",
     ("feedback", "last"): "feedback",
+    ("s4d", "last"): "s4d",
+    ("hyena", "last"): "hyena",
+    ("mamba", "last"): "mamba",
+    ("gla", "last"): "gla",
+    ("deltanet", "last"): "deltanet",
 }
 
 

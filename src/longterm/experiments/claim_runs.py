@@ -98,12 +98,12 @@ def commands() -> list[list[str]]:
     ]
 
 
-def claims_config(overrides: list[str]):
-    """conf/train.yaml under experiment=claims with these overrides, validated."""
+def claims_config(overrides: list[str], experiment: str = "claims"):
+    """conf/train.yaml under `experiment` with these overrides, validated."""
     from longterm.config.validate import validate
 
     with initialize_config_dir(str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose("train", overrides=["experiment=claims", *overrides])
+        cfg = compose("train", overrides=[f"experiment={experiment}", *overrides])
     validate(cfg)
     return cfg
 
@@ -160,17 +160,24 @@ def print_vocab_derivation() -> None:
     print(f"all-attention's persistent keys and values (N = 64): {memory:,} parameters")
 
 
-def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> float:
+def seconds_per_update(
+    overrides: list[str],
+    updates: int,
+    warmup: int = 3,
+    experiment: str = "claims",
+    budget_s: float | None = None,
+) -> float:
     """Forward, backward and an Adam step on freshly generated training batches, as a run does
-    them, timed over `updates` updates after `warmup` untimed ones (in this process's threads)."""
+    them, timed over `updates` updates after `warmup` untimed ones (in this process's threads),
+    or over the updates that end within `budget_s` seconds of timing (at least one)."""
     from longterm.training.batches import TRAIN, batch_rng
     from longterm.training.parts import build_model, instantiate_named
 
-    cfg = claims_config(overrides)
+    cfg = claims_config(overrides, experiment)
     module = build_model(cfg).train()
     recipe = instantiate_named(cfg.data).train_recipe()
     optimizer = module.configure_optimizers()
-    start = time.perf_counter()
+    start, timed = time.perf_counter(), 0
     for i in range(warmup + updates):
         if i == warmup:
             start = time.perf_counter()
@@ -179,7 +186,10 @@ def seconds_per_update(overrides: list[str], updates: int, warmup: int = 3) -> f
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return (time.perf_counter() - start) / updates
+        timed = i + 1 - warmup
+        if budget_s is not None and timed > 0 and time.perf_counter() - start >= budget_s:
+            break
+    return (time.perf_counter() - start) / timed
 
 
 def time_kinds(updates: int) -> None:
@@ -190,8 +200,8 @@ def time_kinds(updates: int) -> None:
 
 
 def run_streams(streams: list[list[str]] | None = None) -> None:
-    """Every stream's commands in order (the claims sweep's by default; the recall sweep's,
-    experiments.recall_runs), the streams side by side, one thread each."""
+    """Every stream's commands in order (`python ...` command lines; by default the claims', and
+    the recall sweep's from experiments.recall_runs), the streams side by side, one thread each."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     root = TRAIN_PY.parents[1]
     here = shlex.quote(sys.executable)  # this interpreter, not whichever `python` is on PATH

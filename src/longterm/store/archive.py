@@ -4,7 +4,8 @@ run continues from on another machine.
 `outputs/`, where runs are made, is not kept with the repository; `runs/` is. `put` copies what
 the collector and `continue_run` read from each run of a sweep, and nothing else:
 
-    <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py)
+    <sweep>/sweep.json, commands.json, multirun.yaml  the commands (analysis/provenance.py), of
+                                                       each sweep in it when it holds several
     <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
     <run>/checkpoints/last.ckpt                        unless the run is solved or beaten (below):
                                                        a run that may be continued, resumed or

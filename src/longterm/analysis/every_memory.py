@@ -1,0 +1,298 @@
+"""The paper's problems across every memory (Raffel & Ellis 2015, §2.2, Table 1): which memory
+solves the addition and multiplication problems at which T0, from the runs' result.json files
+(conf/experiment/every_memory.yaml, longterm.experiments.every_memory_runs):
+
+    python -m longterm.analysis.every_memory runs/every_memory runs/table1 runs/table1_long \\
+        --out docs/every_memory.md
+
+A directory given is a sweep (it holds run directories), or holds one sweep per memory
+(`every_memory/<model>/`). The paper's network with attention and mean pooling is read from the
+archived Table 1 runs. One table per task, a row per memory, a column per T0; each cell is Table
+1's (analysis.table1: each seed's best learning rate, then the median [range] over seeds of the
+epochs to 100%, or the accuracy at the epoch limit in italics when unsolved), with the seeds
+solved out of the seeds run; "not run" where no run has finished. Nothing in the page depends on
+when it is written.
+"""
+
+import argparse
+import shlex
+from pathlib import Path
+
+import pandas as pd
+
+from longterm.analysis.arch_runs import arch_name, rank
+from longterm.analysis.provenance import sweeps_markdown
+from longterm.analysis.published import T0S
+from longterm.analysis.runs import load_runs
+from longterm.analysis.table1 import cell_text, per_seed, summarise
+from longterm.config.builtins import conf_file
+from longterm.store.records import COMMANDS_RECORD, SWEEP_RECORD
+
+ARCHIVED = ("attention", "mean")  # the paper's network, read from the archived Table 1 runs
+# The memories trained here -> the T0 their cost allows on a 2-core CPU: the measured seconds per
+# update in conf/experiment/every_memory.yaml's header. The other lengths are for a GPU or SLURM.
+CPU_T0S: dict[str, tuple[int, ...]] = {
+    "rnn": (50, 100),
+    "lstm": (50, 100),
+    "linear_memory": (50, 100),
+    "transformer": (50,),
+    "all_attention": (50,),
+    "feedback": (50,),
+    "s4d": (50, 100),
+    "hyena": (50,),
+    "mamba": (50,),
+    "gla": (50,),
+    "deltanet": (50,),
+}
+MEMORIES = (*ARCHIVED, *CPU_T0S)  # the rows, in table order
+# Lengths no machine is planned for: the Feedback Transformer runs its T steps one after another
+# in every update (models/feedback.py), on a GPU as on the CPU.
+NOT_PLANNED = {"feedback": (5000, 10000)}
+SWEEP_ROOT = Path("outputs/every_memory")
+TASKS = ("addition", "multiplication")
+KEYS = ["task", "memory", "T0"]
+PLANNER = "python -m longterm.experiments.every_memory_runs"
+
+
+def sweeps(dirs: list[Path]) -> list[Path]:
+    """The sweeps under `dirs`: a directory that records a sweep or holds run directories is
+    one; any other, its subdirectories that are (one per memory)."""
+
+    def is_sweep(d: Path) -> bool:
+        records = (SWEEP_RECORD, COMMANDS_RECORD, "multirun.yaml")
+        return any((d / r).exists() for r in records) or any(d.glob("*/.hydra"))
+
+    found = []
+    for d in dirs:
+        inner = [] if is_sweep(d) or not d.is_dir() else sorted(filter(is_sweep, d.iterdir()))
+        found += inner or [d]  # one that is neither: load_runs says why it holds no run
+    return found
+
+
+def memory_name(run: dict) -> str:
+    """A run's row: its architecture (arch_runs), all-attention with its default slots plain."""
+    name = arch_name(run)
+    default = f"all_attention N={conf_file('model', 'all_attention').n_persistent}"
+    return "all_attention" if name == default else name
+
+
+def load(dirs: list[Path]) -> pd.DataFrame:
+    """Every finished run under `dirs` in Table 1's setting: the paper's two tasks at fixed
+    lengths, each sequence its own length (the paper's network with its padding unmasked)."""
+    runs = load_runs(sweeps(dirs))
+    if runs.empty:
+        return runs
+    paper = (runs.model != "feedforward") | ~runs.mask_padding.astype(bool)
+    runs = runs[(runs.data == "fixed") & runs.task.isin(TASKS) & (runs.lengths == "per_sequence")]
+    runs = runs[paper.loc[runs.index]]
+    return runs.assign(memory=[memory_name(r) for r in runs.to_dict("records")])
+
+
+def table_cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """A row per task, memory and T0: analysis.table1's summary over seeds of each seed's best
+    learning rate."""
+    seeds = per_seed(runs, KEYS)
+    if seeds.empty:
+        return pd.DataFrame(columns=[*KEYS, "seeds", "solved_seeds"])
+    return seeds.groupby(KEYS).apply(summarise, include_groups=False).reset_index()
+
+
+def rows(runs: pd.DataFrame) -> list[str]:
+    """The memories, in table order; any other architecture of the runs after them."""
+    seen = set(runs.memory) if len(runs) else set()
+    return [*MEMORIES, *sorted(seen - set(MEMORIES), key=rank)]
+
+
+def numbers(values: pd.Series, T0s: pd.Series) -> str:
+    """One recorded number, or its range with the T0 it changes over; blank where none is."""
+    known = pd.DataFrame({"v": values, "T0": T0s}).dropna().sort_values(["v", "T0"])
+    if known.empty:
+        return ""
+    low, high = known.iloc[0], known.iloc[-1]
+    if low.v == high.v:
+        return f"{int(low.v):,}"
+    return f"{int(low.v):,} (T0={low.T0:g}) – {int(high.v):,} (T0={high.T0:g})"
+
+
+def cell(c: pd.Series | None) -> str:
+    """Table 1's cell with the seeds solved out of those run ("2/3 solved" stands in a mixed
+    cell already), † where the runs did not follow the paper's protocol."""
+    if c is None:
+        return "not run"
+    text = cell_text(c)
+    if c.solved_seeds in (0, c.seeds):
+        text += f" ({c.solved_seeds}/{c.seeds})"
+    return text + (" †" if isinstance(c.protocol_note, str) else "")
+
+
+def task_table(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """One task's Markdown table: a row per memory with its parameters, its state size at the
+    training width and its epoch limit, then a column per T0."""
+    mine = runs[runs.task == task]
+    by_cell = {(c.memory, c.T0): c for _, c in cells[cells.task == task].iterrows()}
+    T0s = sorted(set(T0S) | set(cells.T0))
+    lines = [
+        "| memory | parameters | state size | epoch limit | "
+        + " | ".join(f"T0={t}" for t in T0s)
+        + " |",
+        "|---|---:|---:|---:|" + "---|" * len(T0s),
+    ]
+    for memory in rows(runs):
+        own = mine[mine.memory == memory]
+        limits = sorted({int(c.limit) for (m, _), c in by_cell.items() if m == memory})
+        sizes = [numbers(own.n_params, own.T0), numbers(own.state_size, own.T0)]
+        values = [cell(by_cell.get((memory, T0))) for T0 in T0s]
+        limit = ", ".join(map(str, limits))
+        lines.append(f"| {memory} | " + " | ".join([*sizes, limit, *values]) + " |")
+    return lines
+
+
+def listing(T0s: list[int]) -> str:
+    """T0 = 50, 100 and 500."""
+    text = ", ".join(map(str, T0s[:-1])) + (" and " if len(T0s) > 1 else "") + str(T0s[-1])
+    return f"T0 = {text}"
+
+
+def verdict(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """Which memories solve `task` at which lengths, within their epoch limits: the memories
+    with the same lengths solved, partly solved and unsolved named together."""
+    mine = cells[cells.task == task]
+    said: dict[str, list[str]] = {}
+    for memory in rows(runs):
+        own = mine[mine.memory == memory].sort_values("T0")
+        if own.empty:
+            continue
+        every = [t for t, s, n in zip(own.T0, own.solved_seeds, own.seeds, strict=True) if s == n]
+        some = [
+            f"{t} ({s}/{n})"
+            for t, s, n in zip(own.T0, own.solved_seeds, own.seeds, strict=True)
+            if 0 < s < n
+        ]
+        none = [t for t, s in zip(own.T0, own.solved_seeds, strict=True) if s == 0]
+        parts = [f"every seed at {listing(every)}"] if every else []
+        parts += [f"some seeds at T0 = {', '.join(some)}"] if some else []
+        parts += [f"no seed at {listing(none)}"] if none else []
+        said.setdefault("; ".join(parts), []).append(memory)
+    missing = [m for m in rows(runs) if m not in set(mine.memory)]
+    text = ". ".join(f"{', '.join(names)}: {what}" for what, names in said.items())
+    text += (". " if text else "") + (f"Not run: {', '.join(missing)}." if missing else "")
+    return f"**{task}** (solved: 100% validation accuracy within the epoch limit). {text}"
+
+
+def plan(cells: pd.DataFrame) -> list[str]:
+    """Each memory's lengths without a finished run for both tasks: those planned on a 2-core
+    CPU (CPU_T0S), those for a GPU or SLURM, and those not planned."""
+    done = {(m, t) for (m, t), g in cells.groupby(["memory", "T0"]) if set(g.task) >= set(TASKS)}
+    lines = ["| memory | 2-core CPU | GPU or SLURM | not planned |", "|---|---|---|---|"]
+    for memory in MEMORIES:
+        left = [t for t in T0S if (memory, t) not in done]
+        cpu = [t for t in left if t in CPU_T0S.get(memory, ())]
+        off = [t for t in left if t in NOT_PLANNED.get(memory, ())]
+        gpu = [t for t in left if t not in cpu and t not in off]
+        if left:
+            lines.append(
+                f"| {memory} | "
+                + " | ".join(", ".join(map(str, x)) for x in (cpu, gpu, off))
+                + " |"
+            )
+    return lines if len(lines) > 2 else []
+
+
+def setting(runs: pd.DataFrame) -> str:
+    """The protocol of the runs trained here (every one but the archived paper's network)."""
+    own = runs[~runs.memory.isin(ARCHIVED)]
+    if own.empty:
+        return "No memory beside the paper's network has a finished run yet."
+    data = pd.DataFrame([c["data"] for c in own.config]).drop_duplicates(
+        ["batch_size", "batches_per_epoch", "val_size"]
+    )
+    return (
+        "The memories trained here: "
+        + "; ".join(
+            f"batches of {d.batch_size} sequences, epochs of {d.batches_per_epoch} updates, "
+            f"validation on {d.val_size} sequences"
+            for d in data.itertuples()
+        )
+        + f"; learning rates {', '.join(f'{lr:g}' for lr in sorted(set(own.lr)))} (3e-3 leads)."
+    )
+
+
+REPORT = """# The paper's problems across every memory
+
+The addition and multiplication problems of Raffel & Ellis (2015, §2.2) at fixed lengths (each
+sequence T0 to 1.1 T0 steps) for every memory of the framework, three seeds, read as Table 1:
+each seed takes its best learning rate (the fewest epochs to 100% validation accuracy, else the
+best accuracy at the epoch limit; longterm.experiments.lr_race), and a cell is the median
+[min–max] over seeds of the epochs to 100%, *in italics* the accuracy at the limit where no seed
+solved, with the seeds solved out of those run. Models other than the paper's network are read at
+their last step (`pool=last`); all_attention has its default persistent slots. The rows attention
+and mean are the paper's network from the archived Table 1 runs (its epoch limit 100, the
+paper's); the others have the CPU epoch limit of conf/experiment/every_memory.yaml, so "no seed"
+means not within that limit. State size: the numbers a memory carries per sequence at inference
+after the training width (result.json, docs/models.md); blank where its runs did not record one.
+{setting}
+
+## Verdict
+
+{verdicts}
+
+{tables}
+
+## Plan for the cells not run
+
+{plan}
+
+## Commands
+
+```
+{commands}
+```
+
+{provenance}
+"""
+
+
+def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
+    """The page, from the runs under `dirs`; `out` is named in its command."""
+    cells = table_cells(runs)
+    notes = sorted(set(cells.protocol_note.dropna())) if "protocol_note" in cells else []
+    tables = "\n\n".join(
+        [f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) for task in TASKS]
+        + [f"† {note}." for note in notes]
+    )
+    page = shlex.join(
+        ["python", "-m", "longterm.analysis.every_memory", *map(str, dirs)]
+        + (["--out", str(out)] if out else [])
+    )
+    plan_lines = plan(cells)
+    return (
+        REPORT.format(
+            setting=setting(runs) if len(runs) else "No run has finished yet.",
+            verdicts="\n\n".join(verdict(task, cells, runs) for task in TASKS),
+            tables=tables,
+            plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",
+            commands="\n".join(
+                [f"{PLANNER}          # the 2-core CPU plan, two streams (--run runs them)", page]
+            ),
+            provenance=sweeps_markdown(runs) if len(runs) else "",
+        ).rstrip()
+        + "\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+", type=Path, help="sweeps, or folders of sweeps")
+    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
+    args = parser.parse_args(argv)
+    runs = load(args.dirs)
+    text = report(runs, args.dirs, args.out)
+    if args.out:
+        args.out.write_text(text)
+        print(f"wrote {args.out} ({len(runs)} runs)")
+    else:
+        print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The paper's problems across every memory (Raffel & Ellis 2015, §2.2, Table 1): the addition
+and multiplication problems at each T0 for every model of the framework, three seeds, epochs to
+100% under the paper's learning-rate rule (conf/experiment/every_memory.yaml has the setting and
+the budget).
+
+    python -m longterm.experiments.every_memory_runs                # the races' commands
+    python -m longterm.experiments.every_memory_runs --run          # run them: two streams
+    python -m longterm.experiments.every_memory_runs --models lstm gla --T0 50 --seeds 1
+    python -m longterm.experiments.every_memory_runs --time 5 --T0 50 100   # seconds per update
+    python -m longterm.analysis.every_memory runs/every_memory runs/table1 runs/table1_long \\
+        --out docs/every_memory.md
+
+Each memory has a race of its own (longterm.experiments.lr_race: the leader 3e-3, then the rest of
+the paper's grid capped at the leader's epochs) in `outputs/every_memory/<model>/`, one command
+per T0 covering both tasks and the seeds; a rerun fills in only what is missing (a stream stops
+at a race with a failed job: run again, it resumes). Without --T0, a
+memory runs at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); the
+longer ones are for a GPU (`trainer.accelerator=auto` takes it) or SLURM (`--launcher slurm`).
+The paper's network with attention and mean pooling is not run again: its rows are the archived
+Table 1 runs (runs/table1, runs/table1_long), which the page reads.
+"""
+
+import argparse
+import shlex
+import sys
+
+import torch
+from omegaconf import OmegaConf
+
+from longterm.analysis.every_memory import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
+from longterm.analysis.published import LEARNING_RATES
+from longterm.experiments.claim_runs import run_streams, seconds_per_update
+from longterm.experiments.lr_race import CONFIG_DIR, LEADER
+
+EXPERIMENT = "every_memory"
+SETTING = OmegaConf.load(CONFIG_DIR / "experiment" / f"{EXPERIMENT}.yaml")
+SEEDS = (1, 2, 3)
+TASKS = ("addition", "multiplication")
+GRID = (LEADER, *(lr for lr in LEARNING_RATES if lr != LEADER))  # the leader first, as lr_race
+# The learning rates of each memory's races: the paper's grid for the three cheapest (under 0.13 s
+# an update at T0 = 100) and for the archived Table 1 runs, the leader and 1e-3 for the rest
+# (conf/experiment/every_memory.yaml).
+FULL_GRID = (*ARCHIVED, "rnn", "lstm", "linear_memory")
+LRS = {m: GRID if m in FULL_GRID else (LEADER, 1e-3) for m in MEMORIES}
+# The memories of each of the two streams (a process of one thread each, the 2-core machine's),
+# cheapest first, split so that the streams' worst cases are about equal (the header's hours).
+STREAMS = (
+    ("linear_memory", "lstm", "transformer", "feedback"),
+    ("rnn", "s4d", "hyena", "mamba", "all_attention", "deltanet", "gla"),
+)
+# One job at a time in each race's process, one thread (as the archived long Table 1 races ran).
+ONE_THREAD = ("launcher.jobs=1", "launcher.threads=1")
+
+
+def model_overrides(memory: str) -> list[str]:
+    """The overrides that choose `memory`: the paper's network with its pooling, or a model read
+    at its last step (its conf file's default readout)."""
+    if memory in ARCHIVED:
+        return ["model=feedforward", f"pool={memory}"]
+    return [f"model={memory}"]
+
+
+def race_command(memory: str, T0: int, seeds: tuple[int, ...], launcher: str = "parallel") -> str:
+    """The lr_race command line of one memory at one T0: both tasks, these seeds, the epoch limit
+    of conf/experiment/every_memory.yaml."""
+    extra = ONE_THREAD if launcher == "parallel" else ()
+    command = [
+        *("python", "-m", "longterm.experiments.lr_race"),
+        *("--sweep-dir", str(SWEEP_ROOT / memory), "--T0", str(T0)),
+        *("--seeds", *map(str, seeds), "--tasks", *TASKS, "--pools", "last"),
+        *("--lrs", *(f"{lr:g}" for lr in LRS[memory])),
+        *("--max-epochs", str(SETTING.trainer.max_epochs), "--launcher", launcher),
+        *("--", f"experiment={EXPERIMENT}", *model_overrides(memory), *extra),
+    ]
+    return shlex.join(command)
+
+
+def plan(
+    memories: list[str], T0s: list[int] | None, seeds: tuple[int, ...], launcher: str = "parallel"
+) -> list[list[str]]:
+    """Each stream's race commands for `memories` (the archived ones left out), by T0 then in
+    the stream's order, so that the short lengths finish first; without `T0s`, each memory's
+    lengths on a 2-core CPU (CPU_T0S). A stream with no command is left out."""
+    chosen = [[m for m in stream if m in memories] for stream in STREAMS]
+    lengths = sorted({T for m in memories for T in (T0s or CPU_T0S.get(m, ()))})
+    commands = [
+        [
+            race_command(m, T, seeds, launcher)
+            for T in lengths
+            for m in stream
+            if T in (T0s or CPU_T0S[m])
+        ]
+        for stream in chosen
+    ]
+    return [c for c in commands if c]
+
+
+def time_memories(memories: list[str], T0s: list[int], budget_s: float) -> None:
+    """Seconds per update of each memory at each T0 (claim_runs.seconds_per_update, one untimed
+    update first), with the hours one run takes at the epoch limit and one race in the worst
+    case: both tasks, the seeds and every learning rate to the limit."""
+    epochs, batches = SETTING.trainer.max_epochs, SETTING.data.batches_per_epoch
+    print(f"seconds per update, {budget_s:g} s each, {torch.get_num_threads()} thread(s);")
+    print(f"a run at the limit: {epochs} epochs x {batches} updates; a race: both tasks, the")
+    print(f"{len(SEEDS)} seeds and the memory's learning rates, each run to the limit")
+    print("| memory | T0 | s / update | h / run | runs / race | h / race (worst) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for T0 in T0s:
+        for memory in memories:
+            overrides = [*model_overrides(memory), f"T0={T0}"]
+            s = seconds_per_update(overrides, 10**9, 1, EXPERIMENT, budget_s)
+            hours = s * epochs * batches / 3600
+            runs = len(TASKS) * len(SEEDS) * len(LRS[memory])
+            print(
+                f"| {memory} | {T0} | {s:.3f} | {hours:.2f} | {runs} | {runs * hours:.1f} |",
+                flush=True,
+            )
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--run", action="store_true", help="run the races: two streams, one thread")
+    p.add_argument(
+        "--time", type=float, metavar="SECONDS", help="time each memory at each T0 (one thread)"
+    )
+    p.add_argument("--models", nargs="+", choices=MEMORIES, default=list(MEMORIES))
+    p.add_argument("--T0", type=int, nargs="+", help="default: each memory's 2-core CPU lengths")
+    p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    p.add_argument(
+        "--launcher", default="parallel", help="each race's: parallel (one job, one thread), slurm"
+    )
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.time:
+        torch.set_num_threads(1)
+        cpu = sorted({T for m in args.models for T in CPU_T0S.get(m, ())})
+        time_memories(args.models, args.T0 or cpu, args.time)
+        return
+    streams = plan(args.models, args.T0, tuple(args.seeds), args.launcher)
+    if args.run:
+        run_streams(streams)
+        return
+    for memory in sorted(set(args.models) & set(ARCHIVED)):
+        print(f"# {memory}: the archived Table 1 runs (runs/table1, runs/table1_long)")
+    for i, stream in enumerate(streams, 1):
+        print(f"# process {i} (OMP_NUM_THREADS=1)")
+        print("\n".join(stream))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The paper's problems across every memory: the planner's race commands, and the page made from
+a tiny race of one memory beside archived Table 1 runs of the paper's network."""
+
+import argparse
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pandas as pd
+from conftest import CONF, ROOT, forked
+from omegaconf import OmegaConf
+
+from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
+from longterm.config.command_line import check
+from longterm.experiments import lr_race
+from longterm.experiments.every_memory_runs import LRS, SETTING, STREAMS, plan
+from longterm.store.archive import put
+
+TASKS = ("addition", "multiplication")
+TINY_DATA = ["data.batch_size=8", "data.batches_per_epoch=3", "data.val_size=16"]
+
+
+def races(streams: list[list[str]]) -> list[argparse.Namespace]:
+    """Each command's arguments as lr_race reads them (after `python -m ...lr_race`)."""
+    return [lr_race.parse(shlex.split(c)[3:]) for stream in streams for c in stream]
+
+
+def test_the_plan_races_each_memory_at_its_cpu_lengths_in_two_streams():
+    streams = plan(list(MEMORIES), None, (1, 2, 3))
+    assert len(streams) == 2 and sorted(m for s in STREAMS for m in s) == sorted(CPU_T0S)
+    made = {(a.sweep_dir, T0) for a in races(streams) for T0 in a.T0}
+    assert made == {(str(SWEEP_ROOT / m), T0) for m, T0s in CPU_T0S.items() for T0 in T0s}
+    for args in races(streams):
+        memory = Path(args.sweep_dir).name
+        assert args.overrides[:2] == ["experiment=every_memory", f"model={memory}"]
+        assert (args.seeds, args.pools, tuple(args.lrs)) == ([1, 2, 3], ["last"], LRS[memory])
+        assert args.max_epochs == SETTING.trainer.max_epochs and args.launcher == "parallel"
+    args = races(streams)[0]  # a job of the first race composes (tiny_race runs the others')
+    job = ["task=addition", "pool=last", f"T0={args.T0[0]}", "lr=3e-3", "seed=1"]
+    check([f"launcher={args.launcher}", *job, *args.overrides], CONF)
+    # Chosen parts: the archived paper's network is never run again; a length off the CPU plan.
+    (only,) = plan(["lstm", "attention"], [500], (1,))
+    (race,) = races([only])
+    assert (race.sweep_dir, race.T0, race.seeds) == (str(SWEEP_ROOT / "lstm"), [500], [1])
+
+
+def test_the_experiments_sweep_directory_is_the_planners():
+    """`src/train.py -m experiment=every_memory model=gla` sweeps where the planner's race does."""
+    sweep = OmegaConf.to_container(SETTING.hydra.sweep, resolve=False)
+    assert sweep["dir"] == f"{SWEEP_ROOT}/${{model.name}}"
+
+
+def tiny_race(sweep: Path) -> list[dict]:
+    """The rnn's race on addition at T0 = 20 through lr_race, one learning rate, two seeds, three
+    updates a run; its result.json records."""
+    argv = ["--sweep-dir", str(sweep), "--T0", "20", "--seeds", "1", "2", "--tasks", "addition"]
+    argv += ["--pools", "last"]
+    argv += ["--lrs", "3e-3", "--max-epochs", "1", "--launcher", "local"]
+    argv += ["--", "experiment=every_memory", "model=rnn", *TINY_DATA]
+    assert lr_race.main(argv, runner=forked) == 0
+    return [json.loads(p.read_text()) for p in sorted(sweep.glob("*/result.json"))]
+
+
+def section(text: str, task: str, memory: str) -> list[str]:
+    """The cells of `memory`'s row in `task`'s table: memory, parameters, state size, limit,
+    then one per T0."""
+    table = text.split(f"## {task}\n")[1].split("\n## ")[0]
+    line = next(x for x in table.splitlines() if x.startswith(f"| {memory} |"))
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
+    table1 = tmp_path / "table1"  # the archive's attention runs at T0 = 50, as they are
+    for run in sorted((ROOT / "runs" / "table1").glob("*-attention-T50-*")):
+        shutil.copytree(run, table1 / run.name)
+    shutil.copy(ROOT / "runs" / "table1" / "sweep.json", table1)
+    rnn = tiny_race(tmp_path / "every_memory" / "rnn")
+    assert len(rnn) == 2 and {r["status"] for r in rnn} == {"max_epochs"}
+    out = tmp_path / "every_memory.md"
+    main([str(tmp_path / "every_memory"), str(table1), "--out", str(out)])
+    text = out.read_text()
+    # an unsolved cell: the accuracy at the limit, median [range] over the seeds, 0 of 2 solved
+    acc = pd.Series([r["final_acc"] for r in rnn])
+    expected = f"{acc.median():.1%}" + (
+        "" if acc.min() == acc.max() else f" [{acc.min():.1%}–{acc.max():.1%}]"
+    )
+    addition, multiplication = (section(text, task, "rnn") for task in TASKS)
+    assert addition[1:4] == [f"{rnn[0]['n_params']:,}", f"{rnn[0]['state_size']:,}", "1"]
+    assert addition[4:] == [f"*{expected}* (0/2) †", *["not run"] * 6]  # T0 = 20, the paper's
+    assert multiplication[1:] == ["", "", "", *["not run"] * 7]  # no run of the rnn on it
+    # solved cells from Table 1's archived runs: each seed's fewest epochs, the paper's protocol
+    records = [json.loads(p.read_text()) for p in sorted(table1.glob("*/result.json"))]
+    for task in TASKS:
+        epochs = pd.Series(
+            [
+                min(
+                    r["epoch_solved"]
+                    for r in records
+                    if r["task"] == task and r["seed"] == s and r["status"] == "solved"
+                )
+                for s in (1, 2, 3)
+            ]
+        )
+        low, high = epochs.min(), epochs.max()
+        median = f"{epochs.median():g}" + ("" if low == high else f" [{low}–{high}]")
+        assert section(text, task, "attention")[3:6] == ["100", "not run", f"{median} (3/3)"]
+        assert section(text, task, "mean")[4:] == ["not run"] * 7  # no run given, T0 = 20 too
+    assert "attention: every seed at T0 = 50. rnn: no seed at T0 = 20. Not run: mean, lstm" in text
+    assert (
+        "**multiplication** (solved: 100% validation accuracy within the epoch limit). "
+        "attention: every seed at T0 = 50. Not run: mean, rnn, lstm" in text
+    )
+    assert "| rnn | 50, 100 | 500, 1000, 5000, 10000 |  |" in text
+    assert "| feedback | 50 | 100, 500, 1000 | 5000, 10000 |" in text
+    assert f"--sweep-dir {tmp_path / 'every_memory' / 'rnn'} --T0 20" in text  # its command
+    assert text.count("† no paper value: 3 updates an epoch, 16 validation sequences") == 1
+    main([str(tmp_path / "every_memory"), str(table1), "--out", str(out)])  # nothing random
+    assert out.read_text() == text
+    put([tmp_path / "every_memory"], tmp_path / "runs")  # the folder of sweeps, each one's record
+    main([str(tmp_path / "runs" / "every_memory"), str(table1), "--out", str(out)])
+    assert out.read_text().split("## Commands")[0] == text.split("## Commands")[0]
+    assert f"--sweep-dir {tmp_path / 'every_memory' / 'rnn'} --T0 20" in out.read_text()
