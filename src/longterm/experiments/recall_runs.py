@@ -4,6 +4,8 @@ state size on multi-query associative recall (conf/experiment/recall.yaml).
     python -m longterm.experiments.recall_runs          # the sweep's commands
     python -m longterm.experiments.recall_runs --run    # run them: two processes, one thread
     python -m longterm.experiments.recall_runs --settings 128:8 --models hyena mamba --dims 32
+    python -m longterm.experiments.recall_runs --run --launcher slurm --settings 64:4 128:8 \
+        256:16 --dims 64 128 256 512              # zoology's Figure 2 grid, on a cluster
     python -m longterm.analysis.recall outputs/recall --out docs/recall.md
 
 Every setting (T0, key-value pairs) x width x model is one learning-rate race
@@ -37,13 +39,13 @@ SWEEP_ROOT = "outputs/recall"
 STREAMS = 2
 
 
-def race(model: str, dim: int, T0: int, kv: int) -> str:
-    """One race's command line."""
+def race(model: str, dim: int, T0: int, kv: int, launcher: str = "local") -> str:
+    """One race's command line (`launcher`: lr_race's, `slurm` for a cluster)."""
     command = [
         *("python", "-m", "longterm.experiments.lr_race"),
         *("--sweep-dir", f"{SWEEP_ROOT}/{model}_d{dim}_T{T0}", "--T0", str(T0)),
         *("--tasks", "mqar", "--pools", "per_step", "--seeds", *SEEDS, "--lrs", *LRS),
-        *("--launcher", "local", "--", "experiment=recall", f"model={model}"),
+        *("--launcher", launcher, "--", "experiment=recall", f"model={model}"),
         *(f"model.dim={dim}", f"task.params.kv_pairs={kv}"),
     ]
     if model in ATTENTION:
@@ -55,6 +57,7 @@ def streams(
     settings: tuple[tuple[int, int], ...] = SETTINGS,
     dims: tuple[int, ...] = DIMS,
     models: tuple[str, ...] = MODELS,
+    launcher: str = "local",
 ) -> list[list[str]]:
     """Each stream's races, settings first, then widths, then models (the module's docstring says
     which stream takes which race)."""
@@ -62,7 +65,7 @@ def streams(
     for i, (T0, kv) in enumerate(settings):
         for k, dim in enumerate(dims):
             for j, model in enumerate(models):
-                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv))
+                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv, launcher))
     return out
 
 
@@ -81,8 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
     p.add_argument("--dims", type=int, nargs="+", default=DIMS)
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument(
+        "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
+    )
     args = p.parse_args(argv)
-    chosen = streams(tuple(args.settings), tuple(args.dims), tuple(args.models))
+    chosen = streams(tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher)
     if args.run:
         from longterm.experiments.claim_runs import run_streams  # loads torch: only to run
 
