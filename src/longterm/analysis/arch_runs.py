@@ -2,13 +2,12 @@
 architecture: what the table generators order_battery.py and memory_comparison.py read, with the
 parts of their prose they share (the setting of the runs, the commands, the command line)."""
 
-import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from longterm.analysis.page_cli import page_cli
 from longterm.analysis.runs import load_runs
 from longterm.tasks import default_width
 
@@ -103,16 +102,4 @@ def table_cli(
     doc: str, report: Callable[[pd.DataFrame, list[Path], Path | None], str], argv=None
 ) -> None:
     """The command line of a table generator: sweep directories in, Markdown out (or printed)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    args = parser.parse_args(argv)
-    df = load(args.dirs)
-    if df.empty:
-        sys.exit(f"error: no result.json under {', '.join(map(str, args.dirs))}")
-    text = report(df, args.dirs, args.out)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(df)} runs)")
-    else:
-        print(text)
+    page_cli(doc, load, report, argv)

@@ -13,9 +13,7 @@ read the tables this repository already generated (docs/results/table1.csv,
 docs/bottleneck/recall.csv) and link to them.
 """
 
-import argparse
 import shlex
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +28,7 @@ from longterm.analysis.claim_verdicts import (
     verdict,
 )
 from longterm.analysis.formats import pct
+from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.runs import load_runs
 from longterm.analysis.selection_claims import selection_rows
@@ -237,22 +236,8 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, docs: Path = 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="sweep directories holding result.json")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    parser.add_argument(
-        "--docs", type=Path, default=DOCS, help="where results/ and bottleneck/ are"
-    )
-    args = parser.parse_args(argv)
-    runs = load(args.dirs)
-    if runs.empty:
-        print(f"warning: no finished runs under {', '.join(map(str, args.dirs))}", file=sys.stderr)
-    text = report(runs, args.dirs, args.out, args.docs)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(runs)} runs)")
-    else:
-        print(text)
+    docs = {"type": Path, "default": DOCS, "help": "where results/ and bottleneck/ are"}
+    page_cli(__doc__, load, report, argv, empty="warn", options=[("--docs", docs)])
 
 
 if __name__ == "__main__":

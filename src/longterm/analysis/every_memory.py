@@ -14,13 +14,13 @@ solved out of the seeds run; "not run" where no run has finished. Nothing in the
 when it is written.
 """
 
-import argparse
 import shlex
 from pathlib import Path
 
 import pandas as pd
 
 from longterm.analysis.arch_runs import arch_name, rank
+from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.published import T0S
 from longterm.analysis.runs import load_runs
@@ -281,17 +281,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="sweeps, or folders of sweeps")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    args = parser.parse_args(argv)
-    runs = load(args.dirs)
-    text = report(runs, args.dirs, args.out)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(runs)} runs)")
-    else:
-        print(text, end="")
+    page_cli(__doc__, load, report, argv, empty="warn")
 
 
 if __name__ == "__main__":

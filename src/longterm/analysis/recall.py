@@ -14,9 +14,7 @@ updates) and its learning rate and updates, and the seeds. Writes the page and, 
 setting, a line per model joining its widths, attention models dashed.
 """
 
-import argparse
 import shlex
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -26,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from longterm.analysis.formats import pct  # noqa: E402
+from longterm.analysis.page_cli import page_cli  # noqa: E402
 from longterm.analysis.provenance import process_minutes, sweep_commands  # noqa: E402
 from longterm.analysis.recall_checks import (  # noqa: E402
     ATTENTION,
@@ -270,19 +269,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dirs", nargs="+", type=Path, help="directories holding the races' runs")
-    parser.add_argument("--out", type=Path, help="markdown file (default: print)")
-    args = parser.parse_args(argv)
-    runs = load(args.dirs)
-    if runs.empty:
-        print(f"warning: no finished runs under {', '.join(map(str, args.dirs))}", file=sys.stderr)
-    text = report(runs, args.dirs, args.out)
-    if args.out:
-        args.out.write_text(text)
-        print(f"wrote {args.out} ({len(runs)} runs)")
-    else:
-        print(text)
+    page_cli(__doc__, load, report, argv, empty="warn")
 
 
 if __name__ == "__main__":
