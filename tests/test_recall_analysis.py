@@ -158,7 +158,7 @@ def test_the_page_from_run_records(tmp_path: Path):
     assert len(verdicts) == len(CHECKS)
     assert "**holds**: all 4 attention points at T0 = 64, 128 reach 99.0%" in verdicts[0]
     assert "**holds**: D=32: 90.0% at T0 = 64 → 40.0% at 128" in verdicts[1]
-    assert "**not tested here**: no setting with runs of both deltanet and gla" in verdicts[4]
+    assert "**not tested here**: no setting where deltanet and gla both have a point" in verdicts[4]
     assert ["vocabulary", "256", "8,192"] in table and ["widths D", "32, 64"] in [
         r[:2] for r in table
     ]

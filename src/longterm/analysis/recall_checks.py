@@ -136,7 +136,10 @@ def delta_rule_above_additive(points: pd.DataFrame, a: str = "deltanet", b: str 
     found = {T0: equal_state(points, a, b, T0) for T0 in sorted(points.T0.unique())}
     found = {T0: r for T0, r in found.items() if r is not None}
     if not found:
-        return untested(f"no setting with runs of both {a} and {b}")
+        return untested(
+            f"no setting where {a} and {b} both have a point at a state size no larger than the "
+            "other's largest"
+        )
     parts = [
         f"T0 = {T0}, state ≤ {s:,}: {a} {pct(x)}%, {b} {pct(y)}%" for T0, (x, y, s) in found.items()
     ]
