@@ -146,6 +146,12 @@ def test_induction_heads_compares_at_the_longest_tested_length(configs):
     near = [{**r, "eval_lengths": e} for r, e in zip(mamba, low, strict=True)]
     row = induction_row(runs_of(near, attention))
     assert verdict(row) == "inconclusive" and "is above chance (6.7%)" in row["verdict"]
+    # a transformer that never learned the task at its training length tests no extrapolation
+    unlearned = [{**a, "best_acc": 0.08} for a in attention]
+    row = induction_row(runs_of(mamba, unlearned))
+    assert verdict(row) == "inconclusive", row["verdict"]
+    why = f"{ATTENTION} (best 8.0%) did not learn the task at its training length"
+    assert why in row["verdict"]
 
 
 def test_missing_runs_make_the_rows_inconclusive(configs):

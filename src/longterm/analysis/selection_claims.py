@@ -16,6 +16,7 @@ inference after the training width).
 import pandas as pd
 
 from longterm.analysis.claim_verdicts import (
+    ABOVE_CHANCE,
     Claim,
     Comparison,
     chance_of,
@@ -144,7 +145,32 @@ def induction_row(runs: pd.DataFrame) -> dict[str, str]:
         numbers.insert(0, "accuracy %, mean (range):")
     if chance is not None:
         numbers.append(f"chance {pct(chance)} (a constant answer: 1/(vocab − 1))")
-    return claim_cells(claim, numbers, verdict(claim, found, chance))
+    unlearned = not_learned(runs, chance)
+    judged = verdict(claim, found, chance)
+    if unlearned and not judged.startswith("**inconclusive**"):
+        judged = f"**inconclusive**: {unlearned}"
+    return claim_cells(claim, numbers, judged)
+
+
+def not_learned(runs: pd.DataFrame, chance: float | None) -> str:
+    """Why the comparison at a longer length tests no extrapolation: a model none of whose seeds
+    learned the task at its training length (best validation accuracy within ABOVE_CHANCE of
+    chance; the claims page's rule that runs which learned nothing test nothing); empty when
+    both learned it."""
+    if chance is None or runs.empty:
+        return ""
+    found = {name: stats(runs, INDUCTION, name) for name in (MAMBA, ATTENTION)}
+    below = [
+        f"{name} (best {pct(s.high)}%)"
+        for name, s in found.items()
+        if s is not None and s.high < chance + ABOVE_CHANCE
+    ]
+    if not below:
+        return ""
+    return (
+        f"{' and '.join(below)} did not learn the task at its training length (chance "
+        f"{pct(chance)}%), so its accuracy at longer lengths tests no extrapolation"
+    )
 
 
 def selection_rows(runs: pd.DataFrame) -> list[dict[str, str]]:
