@@ -136,12 +136,14 @@ def plot(p: pd.DataFrame, path: Path) -> None:
 
 
 def config_values(runs: pd.DataFrame, *keys: str) -> list:
-    """The distinct values of a config entry over the runs, sorted."""
+    """The distinct values of a config entry over the runs that have it (a one-layer recurrent
+    model has no `model.layers`), sorted."""
     values = set()
     for c in runs.config:
         for k in keys:
-            c = c[k]
-        values.add(c)
+            c = c.get(k) if isinstance(c, dict) else None
+        if c is not None:
+            values.add(c)
     return sorted(values)
 
 
