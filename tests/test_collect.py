@@ -180,6 +180,23 @@ def test_a_race_led_by_an_earlier_races_rival_is_refused_before_any_job(tmp_path
     assert lr_race.leader_conflict(lr_race.read_results(tmp_path), args, 100) is None
 
 
+def test_a_race_takes_its_epoch_limit_from_the_composed_config(tmp_path, capsys):
+    """An experiment's own limit (recall's 8 epochs) is the race's: its leader, run to that limit
+    and unsolved, is the leader again when the race is run a second time, not a capped rival."""
+    grid = ["--sweep-dir", str(tmp_path), "--T0", "64", "--tasks", "mqar"]
+    grid += ["--pools", "per_step", "--seeds", "1", "--lrs", "3e-3", "1e-3", "--"]
+    args = lr_race.parse([*grid, "experiment=recall", "model=gla"])
+    assert args.default_limit == 8
+    assert lr_race.parse(grid).default_limit == 100  # conf/trainer's
+    cell = {"task": "mqar", "pool": "per_step", "T0": 64, "seed": 1, "status": "max_epochs"}
+    leader = [{**cell, "lr": 3e-3, "max_epochs": 8, "epoch_solved": None}]
+    assert lr_race.leader_conflict(leader, args, args.default_limit) is None
+    with pytest.raises(SystemExit):
+        lr_race.parse([*grid, "experiment=nope"])
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert "experiment" in line and "nope" in line
+
+
 def test_a_race_through_the_real_entry_point(tmp_path: Path):
     """A leader that solves at epoch 1 (threshold 0 makes any accuracy count) caps its rivals
     at 1 epoch; all three tie, and the collector names all three."""

@@ -31,9 +31,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from hydra import compose
+from hydra.errors import HydraException
+from omegaconf.errors import OmegaConfBaseException
 
 from longterm.analysis.published import LEARNING_RATES
+from longterm.config.command_line import composing, job_overrides
+from longterm.config.command_line import parse as parse_command_line
+from longterm.config.validate import ConfigError
 from longterm.store.records import RESULT_FILE, SWEEP_RECORD, append_record, now
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
@@ -101,6 +106,18 @@ def leader_conflict(
                 "seed set), or give this race its own --sweep-dir"
             )
     return None
+
+
+def config_limit(launcher: str, overrides: list[str]) -> int:
+    """The epoch limit the race's jobs are composed with, as src/train.py composes the first of
+    them: an experiment's own (conf/experiment/recall.yaml: 8) or conf/trainer's."""
+    line = parse_command_line(["-m", f"launcher={launcher}", *overrides])
+    if line is None:
+        raise ConfigError(f"{shlex.join(overrides)}: give src/train.py's overrides after --")
+    with composing(CONFIG_DIR, line.config_dir):
+        first = job_overrides(line.overrides, None)[0]
+        cfg = compose(line.config_name or "train", overrides=first)
+    return int(cfg.trainer.max_epochs)
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -182,7 +199,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         + " ".join(map(str, default_lrs))
         + ")",
     )
-    p.add_argument("--max-epochs", type=int, help="the epoch limit (default: the config's, 100)")
+    p.add_argument(
+        "--max-epochs",
+        type=int,
+        help="the epoch limit (default: the composed config's: conf/trainer's 100, or an "
+        "experiment's own)",
+    )
     p.add_argument(
         "--launcher",
         default="packed",
@@ -195,7 +217,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("give the epoch limit as --max-epochs: the race sets trainer.max_epochs itself")
     if any(o.startswith("launcher=") for o in args.overrides):
         p.error("give the launcher as --launcher: the race sets launcher= itself")
-    args.default_limit = OmegaConf.load(CONFIG_DIR / "trainer" / "default.yaml").max_epochs
+    try:
+        args.default_limit = config_limit(args.launcher, args.overrides)
+    except (ConfigError, HydraException, OmegaConfBaseException) as e:
+        p.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
     return args
 
 
