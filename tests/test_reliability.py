@@ -290,3 +290,26 @@ def test_slurm_jobs_are_requeued_by_submitit_alone():
     assert cfg.hydra.launcher.signal_delay_s > 0
     (environment,) = [instantiate(p) for p in cfg.trainer.plugins]
     assert type(environment).__name__ == "SLURMEnvironment" and not environment.auto_requeue
+
+
+def test_a_checkpoint_of_lightnings_automatic_update_resumes_at_its_step(tmp_path, uninterrupted):
+    """A trainer that clips gradients updates through Lightning's automatic optimization (clipped
+    here at a norm never reached: the plain update's numbers), which counts its steps where the
+    plain update does not (checkpoints of earlier versions too). One epoch of it, continued to
+    two plainly, resumes at update 100 and ends as the plain run does."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    automatic = quick("trainer.max_epochs=1", "+trainer.gradient_clip_val=1e9", base=LONGER)
+    assert train_py(*automatic, f"hydra.run.dir={one}").returncode == 0
+    loops = torch.load(one / "checkpoints" / "last.ckpt", weights_only=False)["loops"]["fit_loop"]
+    steps = loops["epoch_loop.automatic_optimization.optim_progress"]["optimizer"]["step"]
+    assert steps["total"]["completed"] == 100
+    assert loops["epoch_loop.manual_optimization.optim_step_progress"]["total"]["completed"] == 0
+    continue_run(one, two)
+    continued = train_py(*LONGER, f"hydra.run.dir={two}")
+    assert continued.returncode == 0, continued.stderr
+    assert read_json(two / "result.json")["resumed_at_update"] == 100
+    assert (
+        read_json(two / "result.json")["updates"]
+        == read_json(uninterrupted / "result.json")["updates"]
+    )
+    assert metrics(two) == metrics(uninterrupted)

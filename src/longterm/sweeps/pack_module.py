@@ -19,7 +19,8 @@ from longterm.models.feedforward import forward_members, same_shape
 from longterm.sweeps.flat_adam import FlatAdam, plain_adam
 from longterm.sweeps.stacked import StackedMembers, own_tensors
 from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
-from longterm.training.module import MemoryTaskModule
+from longterm.training.library_internals import carry_step_counts, plain_update
+from longterm.training.module import MemoryTaskModule, automatic
 
 
 class StreamBatches(Dataset):
@@ -107,7 +108,22 @@ class PackModule(L.LightningModule):
             host[self.active] = True
             self.active_host, self.active_mask = host, host.to(self.device)
 
+    @property
+    def automatic_optimization(self) -> bool:
+        """As a run's (MemoryTaskModule): the plain update unless the trainer clips, accumulates
+        or scales, so that a member's counters and checkpoints are those of its run alone."""
+        return automatic(self)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        carry_step_counts(checkpoint, self.automatic_optimization)
+
     def training_step(self, batches: tuple, batch_idx: int) -> Tensor | None:
+        if self.automatic_optimization:
+            return self.pack_loss(batches)
+        return plain_update(self, lambda: self.pack_loss(batches))
+
+    def pack_loss(self, batches: tuple) -> Tensor | None:
+        """The sum of the training members' losses on their batches (None when none trains)."""
         if self.stacked is not None:
             x, y, mask = (torch.stack(t)[self.stream_index] for t in zip(*batches, strict=True))
             losses = self.stacked.losses(x, y, mask)

@@ -74,28 +74,42 @@ class StopOnDivergence(L.Callback):
         self.every_n_updates = every_n_updates
         self.diverged_step: int | None = None
         self.loss_finite: torch.Tensor | None = None  # every loss since the last check, on device
+        self.every: int | None = None  # the interval, and the module's parameters, read once
+        self.params: list[torch.Tensor] = []
 
     def interval(self, trainer: L.Trainer, pl_module: L.LightningModule) -> int:
         if self.every_n_updates != AUTO:
             return int(self.every_n_updates)
         return 1 if pl_module.device.type == "cpu" else trainer.log_every_n_steps
 
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # once a fit, not at every update (a module's traversal, a few properties)
+        self.every = self.interval(trainer, pl_module)
+        self.params = list(pl_module.parameters())
+
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.every is None:  # called without a fit's start (on its own)
+            self.on_train_start(trainer, pl_module)
         loss = outputs["loss"] if isinstance(outputs, dict) else outputs
-        if loss is not None:
+        last = batch_idx + 1 >= trainer.num_training_batches  # validation follows
+        if last or trainer.global_step % self.every == 0:
+            self.check(trainer, pl_module, loss)
+        elif loss is not None:
             finite = torch.isfinite(loss.detach()).all()
             self.loss_finite = finite if self.loss_finite is None else self.loss_finite & finite
-        last = batch_idx + 1 >= trainer.num_training_batches  # validation follows
-        if last or trainer.global_step % self.interval(trainer, pl_module) == 0:
-            self.check(trainer, pl_module)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self.check(trainer, pl_module)
 
-    def check(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        """One host read of the flag and of the parameters' finiteness; stop if either fails."""
-        # one test of every parameter's numbers together: a few ops, not a few per parameter
-        numbers = [p.detach().reshape(-1) for p in pl_module.parameters()]
+    def check(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, loss: torch.Tensor | None = None
+    ) -> None:
+        """One host read of the flag and of the finiteness of the parameters and of `loss` (this
+        update's); stop if any fails."""
+        # one test of every number together: a few ops, not a few per parameter
+        numbers = [p.detach().reshape(-1) for p in self.params or pl_module.parameters()]
+        if loss is not None:
+            numbers.append(loss.detach().reshape(-1))
         finite = torch.isfinite(torch.cat(numbers)).all()
         if self.loss_finite is not None:
             finite = finite & self.loss_finite

@@ -6,9 +6,11 @@ A pack (sweeps/) drives each member's callbacks from the pack's own loop through
 member's that is never fitted: it calls the member's callback hooks, hands them the metrics the
 pack logged for that member, and reads the loop's counters, none of which Lightning offers as
 public API. A diverged run skips the validation of its weights (a loop's flag). A run writes its
-HPARAMS records through the logger's event writer.
+HPARAMS records through the logger's event writer. An update steps its optimizer as Lightning's
+manual optimization counts a step, and a checkpoint counts its steps in both modes' progress.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import pytorch_lightning as L
@@ -83,3 +85,57 @@ def attach_unfitted(
 def add_summary(logger: TensorBoardLogger, summary: Summary) -> None:
     """Write `summary` to the logger's event file (the writer starts its file on first use)."""
     logger.experiment._get_file_writer().add_summary(summary)
+
+
+def plain_update_possible(trainer: L.Trainer) -> bool:
+    """Whether an update is the plain loop's (zero_grad, loss, backward, step) under `trainer`:
+    no gradient clipping, no accumulation and no loss scaling (precision 32-true or 64-true),
+    the settings only Lightning's automatic optimization applies."""
+    return (
+        not trainer.gradient_clip_val
+        and trainer.accumulate_grad_batches == 1
+        and trainer.precision in ("32-true", "64-true")
+    )
+
+
+def plain_update(module: L.LightningModule, loss_of: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """One update of `module` (manual optimization) as a plain loop makes it: its optimizer's
+    zero_grad, the loss `loss_of()`, backward, the optimizer's step, counted as Lightning's
+    LightningOptimizer.step counts one (`trainer.global_step`), without the strategy's and the
+    precision plugin's calls and callback hooks around each part, which do nothing under
+    plain_update_possible. The same numbers as automatic optimization's update: the same ops,
+    the gradients zeroed before the forward instead of after it."""
+    optimizer = module.optimizers()
+    optimizer.zero_grad()
+    loss = loss_of()
+    if loss is not None:
+        loss.backward()
+    optimizer._on_before_step()  # the manual loop's: ready, and the profiler's start
+    optimizer.optimizer.step()
+    optimizer._on_after_step()
+    return loss
+
+
+AUTOMATIC_STEPS = ("epoch_loop.automatic_optimization.optim_progress", "optimizer", "step")
+MANUAL_STEPS = ("epoch_loop.manual_optimization.optim_step_progress",)
+
+
+def carry_step_counts(checkpoint: dict[str, Any], automatic: bool) -> None:
+    """A checkpoint written by an update of the other optimization mode (a run of an earlier
+    version, or one that clipped gradients) counts its steps in that mode's progress, which the
+    other mode's `global_step` does not read: copy them over, so the run resumes at its step."""
+    loop = checkpoint.get("loops", {}).get("fit_loop")
+    if loop is None:
+        return
+    ours, theirs = (AUTOMATIC_STEPS, MANUAL_STEPS) if automatic else (MANUAL_STEPS, AUTOMATIC_STEPS)
+    to, source = (_progress(loop, path) for path in (ours, theirs))
+    if to is None or source is None or to["total"]["completed"] or not source["total"]["completed"]:
+        return
+    for key in ("total", "current"):
+        to[key] = dict(source[key])
+
+
+def _progress(loop: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any] | None:
+    for key in path:
+        loop = loop.get(key) if isinstance(loop, dict) else None
+    return loop

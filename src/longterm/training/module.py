@@ -11,7 +11,14 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from longterm.tasks import NO_TARGET
 from longterm.training.batches import Batch
-from longterm.training.library_internals import logs_now, set_callback_metric, updates_done
+from longterm.training.library_internals import (
+    carry_step_counts,
+    logs_now,
+    plain_update,
+    plain_update_possible,
+    set_callback_metric,
+    updates_done,
+)
 from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
 
 
@@ -66,8 +73,22 @@ class MemoryTaskModule(L.LightningModule):
         x, y, mask = batch
         return self.loss(self(x, mask), y)
 
+    @property
+    def automatic_optimization(self) -> bool:
+        """Lightning's automatic optimization only where its loop does more than the plain
+        update (gradient clipping, accumulation, loss scaling): its closure and the callback
+        hooks around each part of an update cost more than a short update's kernels
+        (docs/performance_runs.md)."""
+        return automatic(self)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        carry_step_counts(checkpoint, self.automatic_optimization)
+
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
-        loss = self.step_loss(batch)
+        if self.automatic_optimization:
+            loss = self.step_loss(batch)
+        else:
+            loss = plain_update(self, lambda: self.step_loss(batch))
         set_callback_metric(self.trainer, "train/loss", loss.detach())  # the bar shows it
         return loss
 
@@ -91,6 +112,18 @@ class MemoryTaskModule(L.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr, betas=self.betas, eps=self.eps)
+
+
+def automatic(module: L.LightningModule) -> bool:
+    """`module.automatic_optimization` under its trainer (MemoryTaskModule's, the packs'):
+    decided once a trainer, which Lightning asks at every `global_step`."""
+    trainer = module._trainer
+    if trainer is None:
+        return True
+    if module.__dict__.get("_plain_under") is not trainer:
+        module.__dict__["_plain_under"] = trainer
+        module.__dict__["_plain"] = plain_update_possible(trainer)
+    return not module.__dict__["_plain"]
 
 
 def log_training_loss(trainer: L.Trainer, loss: Tensor) -> None:
