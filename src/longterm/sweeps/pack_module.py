@@ -19,8 +19,7 @@ from longterm.models.feedforward import forward_members, same_shape
 from longterm.sweeps.flat_adam import FlatAdam, plain_adam
 from longterm.sweeps.stacked import StackedMembers, own_tensors
 from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
-from longterm.training.library_internals import carry_step_counts, plain_update
-from longterm.training.module import MemoryTaskModule, automatic
+from longterm.training.module import MemoryTaskModule, PlainLoopModule
 
 
 class StreamBatches(Dataset):
@@ -57,7 +56,7 @@ class PackData(L.LightningDataModule):
         return DataLoader(batches, batch_size=None, pin_memory=self.device_type() == "cuda")
 
 
-class PackModule(L.LightningModule):
+class PackModule(PlainLoopModule):
     """The members' modules side by side; `active` lists the members that train now, and
     member i reads the batches of seed stream `streams[i]`. Logs member i's validation metrics
     as `<i>/<name>` (PackLogger hands them to the member's own logger); its training loss is
@@ -108,19 +107,8 @@ class PackModule(L.LightningModule):
             host[self.active] = True
             self.active_host, self.active_mask = host, host.to(self.device)
 
-    @property
-    def automatic_optimization(self) -> bool:
-        """As a run's (MemoryTaskModule): the plain update unless the trainer clips, accumulates
-        or scales, so that a member's counters and checkpoints are those of its run alone."""
-        return automatic(self)
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        carry_step_counts(checkpoint, self.automatic_optimization)
-
     def training_step(self, batches: tuple, batch_idx: int) -> Tensor | None:
-        if self.automatic_optimization:
-            return self.pack_loss(batches)
-        return plain_update(self, lambda: self.pack_loss(batches))
+        return self.update(lambda: self.pack_loss(batches))
 
     def pack_loss(self, batches: tuple) -> Tensor | None:
         """The sum of the training members' losses on their batches (None when none trains)."""

@@ -98,7 +98,9 @@ def plain_update_possible(trainer: L.Trainer) -> bool:
     )
 
 
-def plain_update(module: L.LightningModule, loss_of: Callable[[], torch.Tensor]) -> torch.Tensor:
+def plain_update(
+    module: L.LightningModule, loss_of: Callable[[], torch.Tensor | None]
+) -> torch.Tensor | None:
     """One update of `module` (manual optimization) as a plain loop makes it: its optimizer's
     zero_grad, the loss `loss_of()`, backward, the optimizer's step, counted as Lightning's
     LightningOptimizer.step counts one (`trainer.global_step`), without the strategy's and the

@@ -2,6 +2,9 @@
 accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification;
 for tasks that label steps, both over the labelled steps only."""
 
+from collections.abc import Callable
+from typing import Any
+
 import pytorch_lightning as L
 import torch
 from torch import Tensor, nn
@@ -22,7 +25,40 @@ from longterm.training.library_internals import (
 from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
 
 
-class MemoryTaskModule(L.LightningModule):
+class PlainLoopModule(L.LightningModule):
+    """A LightningModule whose update is the plain loop's (zero_grad, loss, backward, step;
+    library_internals.plain_update) where its trainer neither clips gradients, accumulates them
+    nor scales the loss, and Lightning's automatic optimization where it does: its closure and
+    the callback hooks around each part of an update cost more than a short update's kernels
+    (docs/performance_runs.md). Its batches are made on the host: on the CPU they stay as
+    they are, not walked tensor by tensor to the device they are on."""
+
+    @property
+    def automatic_optimization(self) -> bool:
+        trainer = self._trainer  # Lightning asks at every `global_step`: decided once a trainer
+        if trainer is None:
+            return True
+        if self.__dict__.get("_plain_under") is not trainer:
+            self.__dict__["_plain_under"] = trainer
+            self.__dict__["_plain"] = plain_update_possible(trainer)
+        return not self.__dict__["_plain"]
+
+    def update(self, loss_of: Callable[[], Tensor | None]) -> Tensor | None:
+        """The training step's: the loss `loss_of()`, and under the plain loop the update."""
+        return loss_of() if self.automatic_optimization else plain_update(self, loss_of)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        carry_step_counts(checkpoint, self.automatic_optimization)
+
+    def transfer_batch_to_device(
+        self, batch: Any, device: torch.device, dataloader_idx: int
+    ) -> Any:
+        if device.type == "cpu":
+            return batch
+        return super().transfer_batch_to_device(batch, device, dataloader_idx)
+
+
+class MemoryTaskModule(PlainLoopModule):
     """Trains `net` (x (B, T, F), mask (B, T) -> (B, n_outputs)) on the task's target: a value
     (`loss="mse"`, n_outputs 1) or a class in 0..n_outputs-1 (`loss="cross_entropy"`, logits).
 
@@ -73,22 +109,8 @@ class MemoryTaskModule(L.LightningModule):
         x, y, mask = batch
         return self.loss(self(x, mask), y)
 
-    @property
-    def automatic_optimization(self) -> bool:
-        """Lightning's automatic optimization only where its loop does more than the plain
-        update (gradient clipping, accumulation, loss scaling): its closure and the callback
-        hooks around each part of an update cost more than a short update's kernels
-        (docs/performance_runs.md)."""
-        return automatic(self)
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        carry_step_counts(checkpoint, self.automatic_optimization)
-
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
-        if self.automatic_optimization:
-            loss = self.step_loss(batch)
-        else:
-            loss = plain_update(self, lambda: self.step_loss(batch))
+        loss = self.update(lambda: self.step_loss(batch))
         set_callback_metric(self.trainer, "train/loss", loss.detach())  # the bar shows it
         return loss
 
@@ -112,18 +134,6 @@ class MemoryTaskModule(L.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr, betas=self.betas, eps=self.eps)
-
-
-def automatic(module: L.LightningModule) -> bool:
-    """`module.automatic_optimization` under its trainer (MemoryTaskModule's, the packs'):
-    decided once a trainer, which Lightning asks at every `global_step`."""
-    trainer = module._trainer
-    if trainer is None:
-        return True
-    if module.__dict__.get("_plain_under") is not trainer:
-        module.__dict__["_plain_under"] = trainer
-        module.__dict__["_plain"] = plain_update_possible(trainer)
-    return not module.__dict__["_plain"]
 
 
 def log_training_loss(trainer: L.Trainer, loss: Tensor) -> None:
