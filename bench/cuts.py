@@ -8,9 +8,18 @@ the section `cuts` of docs/performance_runs.md.
 A run alone, ms per update:
 - train/loss: a Trainer's loop (TensorBoard logger, log_every_n_steps 50, no callback) of the
   LightningModule with `self.log("train/loss")` in its training step (the old form) and of
-  MemoryTaskModule (training/module.py: log_training_loss);
+  MemoryTaskModule (training/module.py: log_training_loss), both under Lightning's automatic
+  optimization;
 - the divergence check: StopOnDivergence's test of the parameters and the loss flag, one
-  `isfinite` per parameter (the old form) and one for all.
+  `isfinite` per parameter (the old form) and one for all;
+- the update: the same loop with the run's callbacks (conf/callbacks), MemoryTaskModule under
+  Lightning's automatic optimization (the old form: its closure and the callback hooks around
+  each part of the update) and as the plain loop (training/module.py: PlainLoopModule);
+- the divergence check per update: StopOnDivergence's `on_train_batch_end` on the CPU, the
+  parameters found by walking the module and the loss folded into the flag at every update (the
+  old form), and the parameters read once a fit and the loss tested with them;
+- the batch's transfer: Lightning's `transfer_batch_to_device` (a walk over the batch, each
+  tensor moved to the CPU it is on) and PlainLoopModule's (on the CPU, the batch as it is).
 A pack of 8 members (launcher=packed's exact CPU path), ms per update of the pack:
 - kernels: each member's forward and backward one after another, and all members' encoders and
   poolings in one call (models/feedforward.py: forward_members);
@@ -29,7 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from pytorch_lightning import Trainer
+from pytorch_lightning import LightningModule, Trainer
 from pytorch_lightning.loggers import TensorBoardLogger
 from pytorch_lightning.trainer import call
 from torch.utils.data import DataLoader
@@ -37,6 +46,7 @@ from torch.utils.data import DataLoader
 from longterm.models.feedforward import forward_members
 from longterm.store.records import git_commit
 from longterm.sweeps.flat_adam import FlatAdam
+from longterm.training.callbacks import StopOnDivergence
 from longterm.training.library_internals import attach_unfitted, call_hooks
 from longterm.training.module import MemoryTaskModule
 from longterm.training.parts import build_model, run_callbacks
@@ -46,8 +56,17 @@ from runs import bare_trainer, batches, clock, config, write
 T0, MEMBERS, UPDATES = 100, 8, 100
 
 
-class SelfLogged(MemoryTaskModule):
-    """The training loss logged as it was before the cut: `self.log` in the training step."""
+class Automatic(MemoryTaskModule):
+    """The update as it was before the cut: Lightning's automatic optimization."""
+
+    @property
+    def automatic_optimization(self) -> bool:
+        return True
+
+
+class SelfLogged(Automatic):
+    """The training loss logged as it was before the cut: `self.log` in the training step (both
+    forms under automatic optimization, as when the cut was made)."""
 
     def training_step(self, batch, batch_idx):
         loss = self.step_loss(batch)
@@ -58,15 +77,17 @@ class SelfLogged(MemoryTaskModule):
         pass
 
 
-def loop(module_class: type, where: Path) -> Callable[[], float]:
+def loop(module_class: type, where: Path, callbacks: bool = False) -> Callable[[], float]:
     def fit() -> float:
-        cfg = config(T0, where / "loop", UPDATES)
+        cfg = config(T0, where / f"loop-{time.perf_counter_ns()}", UPDATES)
         model = build_model(cfg)
         module = module_class(model.net, lr=cfg.lr)
         ready = batches(cfg, 4)
         loader = DataLoader([ready[i % 4] for i in range(UPDATES)], batch_size=None)
         logger = TensorBoardLogger(where / f"tb-{time.perf_counter_ns()}", name="", version="")
         trainer = bare_trainer(logger=logger, log_every_n_steps=50)
+        if callbacks:  # the run's, each with its hooks (Trainer.callbacks: a list of them)
+            trainer.callbacks = run_callbacks(cfg)
         started = clock()
         trainer.fit(module, train_dataloaders=loader)
         return (clock() - started) / UPDATES
@@ -93,7 +114,60 @@ def divergence_checks(where: Path) -> dict[str, Callable[[], float]]:
             bool(torch.isfinite(torch.cat(numbers)).all() & flag)
         return (clock() - started) / UPDATES
 
-    return {"divergence check, per parameter": per_parameter, "divergence check, one": together}
+    trainer = Trainer(logger=False, enable_progress_bar=False, max_epochs=1)
+    attach_unfitted(trainer, module, module.configure_optimizers())
+    loss = {"loss": torch.tensor(0.5)}
+
+    def walked() -> float:  # the old StopOnDivergence.on_train_batch_end on the CPU
+        old = StopOnDivergence()
+        started = clock()
+        for i in range(UPDATES):
+            finite = torch.isfinite(loss["loss"].detach()).all()
+            old.loss_finite = finite if old.loss_finite is None else old.loss_finite & finite
+            _ = i + 1 >= trainer.num_training_batches
+            if trainer.global_step % old.interval(trainer, module) == 0:
+                numbers = [p.detach().reshape(-1) for p in module.parameters()]
+                finite = torch.isfinite(torch.cat(numbers)).all() & old.loss_finite
+                old.loss_finite = None
+                bool(finite)
+        return (clock() - started) / UPDATES
+
+    def read_once() -> float:  # the new one
+        new = StopOnDivergence()
+        new.on_train_start(trainer, module)
+        started = clock()
+        for i in range(UPDATES):
+            new.on_train_batch_end(trainer, module, loss, None, i)
+        return (clock() - started) / UPDATES
+
+    return {
+        "divergence check, per parameter": per_parameter,
+        "divergence check, one": together,
+        "divergence check per update, walked": walked,
+        "divergence check per update, read once": read_once,
+    }
+
+
+def transfers(where: Path) -> dict[str, Callable[[], float]]:
+    """A batch's transfer to the CPU: Lightning's, and PlainLoopModule's."""
+    cfg = config(T0, where / "transfer", 2)
+    module = build_model(cfg)
+    (batch,) = batches(cfg, 1)
+    cpu = torch.device("cpu")
+
+    def timed(transfer: Callable) -> Callable[[], float]:
+        def run() -> float:
+            started = clock()
+            for _ in range(UPDATES):
+                transfer(module, batch, cpu, 0)
+            return (clock() - started) / UPDATES
+
+        return run
+
+    return {
+        "batch transfer, Lightning's": timed(LightningModule.transfer_batch_to_device),
+        "batch transfer, as it is": timed(MemoryTaskModule.transfer_batch_to_device),
+    }
 
 
 def pack_parts(where: Path) -> dict[str, Callable[[], float]]:
@@ -180,8 +254,11 @@ def main() -> None:
         where = Path(name)
         cases = {
             "train/loss, self.log": loop(SelfLogged, where),
-            "train/loss, log_training_loss": loop(MemoryTaskModule, where),
+            "train/loss, log_training_loss": loop(Automatic, where),
             **divergence_checks(where),
+            "update, automatic optimization": loop(Automatic, where, callbacks=True),
+            "update, plain loop": loop(MemoryTaskModule, where, callbacks=True),
+            **transfers(where),
             **pack_parts(where),
         }
         for case in cases.values():  # compiled, imported, warm

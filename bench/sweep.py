@@ -122,7 +122,9 @@ def bounds(records: list[dict], args: argparse.Namespace, floor: float) -> list[
         f"`launcher={first}`, add up to the work below. A launcher that kept each run's work "
         f"as it is alone could take no less than the import plus that work split evenly over "
         f"the {cpus} CPUs: the last columns set `launcher={first}`'s wall time over that "
-        "floor (the most such a launcher could gain here) beside what each launcher gained. "
+        "floor (the most such a launcher could gain here) beside what each launcher gained, and "
+        "over the import alone (`no work`: what a launcher that trained every run in no time "
+        "at all would gain, the bound of any launcher that starts a Python for its sweep). "
         "A packed member does its run's work (its results are equal to the bit); on the CPU "
         "the pack updates its members in one call (their kernels in one call, their Adam "
         "steps in a few ops for all of them) and shares the data stream and Lightning's "
@@ -131,9 +133,10 @@ def bounds(records: list[dict], args: argparse.Namespace, floor: float) -> list[
         "op, which the other launchers (a thread or so per job) do not.",
         "",
         f"| T0 | {first} wall s | runs' work s | floor s | at most × {first} | "
+        f"no work × {first} | "
         + " | ".join(f"{launcher} × {first}" for launcher in args.launchers[1:])
         + " |",
-        "|---|---|---|---|---|" + "---|" * (len(args.launchers) - 1),
+        "|---|---|---|---|---|---|" + "---|" * (len(args.launchers) - 1),
     ]
     for T0 in args.T0:
         at = [r for r in records if r["T0"] == T0]
@@ -141,7 +144,7 @@ def bounds(records: list[dict], args: argparse.Namespace, floor: float) -> list[
         ratios = " | ".join(f"{at[0]['wall_s'] / r['wall_s']:.2f}×" for r in at[1:])
         lines.append(
             f"| {T0} | {at[0]['wall_s']:.1f} | {work:.1f} | {floor + work / cpus:.1f} | "
-            f"{most:.2f}× | {ratios} |"
+            f"{most:.2f}× | {at[0]['wall_s'] / floor:.2f}× | {ratios} |"
         )
     return lines
 

@@ -15,6 +15,7 @@ import pytorch_lightning as L
 from conftest import ROOT, TINY, composed, quick, train_py
 
 from longterm.training.parts import build_model, instantiate_named
+from longterm.training.quiet import quiet_libraries
 from longterm.training.terminal import REDRAW_S, EpochBar
 
 SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off
@@ -22,6 +23,7 @@ SHOWN = quick("trainer.enable_progress_bar=true")  # QUICK turns the bar off
 
 def test_the_bar_shows_the_epoch_of_the_limit_the_loss_and_the_accuracy(capsys):
     cfg = composed(*quick("trainer.max_epochs=2", "data.batches_per_epoch=5", "T0=20"))
+    quiet_libraries()  # as a run starts: no warning that says nothing about it
     bar = EpochBar()
     trainer = L.Trainer(
         max_epochs=2,
