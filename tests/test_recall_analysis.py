@@ -18,6 +18,7 @@ from longterm.analysis.recall_checks import (
     MARGIN,
     SOLVED,
     attention_solves,
+    complete,
     convolution_needs_width,
     delta_rule_above_additive,
     equal_state,
@@ -120,6 +121,16 @@ def test_a_check_without_its_runs_is_not_tested_here():
     assert delta_rule_above_additive(short).verdict == "not tested here"
 
 
+def test_the_checks_read_only_the_settings_every_model_and_width_ran():
+    """T0 = 128 lacks gla at D = 64: left out, and said; the others kept whole."""
+    cells = everywhere(0.5)
+    p = grid(transformer=everywhere(1.0), gla={k: a for k, a in cells.items() if k != (128, 64)})
+    kept, partial = complete(p)
+    assert sorted(kept.T0.unique()) == [T0 for T0, _ in SETTINGS if T0 != 128]
+    assert len(kept) == len(p[p.T0 != 128])
+    assert partial == ["T0 = 128, 8 pairs (3 of 4 model-width points)"]
+
+
 def test_equal_state_takes_each_models_best_point_up_to_the_smaller_largest_state():
     """deltanet's states 640 and 1280, gla's 1280 and 2560 at T0 = 64 (10 x width x T0): S =
     1280, so gla's widest point (2560) is left out."""
@@ -133,15 +144,16 @@ def test_the_page_from_run_records(tmp_path: Path):
     """Two learning rates a race: the winner is the better one, with its rate; the table has a
     row per model and width at each setting, the checks' verdicts and the figure."""
     runs = tmp_path / "recall"
-    for T0, _ in SETTINGS:
+    for T0 in (64, 128):
         for w in DIMS:
             write_run(runs, "transformer", w, T0, 3e-3, 1.0, status="solved", updates=500)
             write_run(runs, "transformer", w, T0, 1e-3, 0.97, max_epochs=2, updates=500)
             for lr, acc in ((3e-3, HYENA_NEEDS_WIDTH[(T0, w)]), (1e-3, 0.3)):
                 write_run(runs, "hyena", w, T0, lr, acc)
     write_run(runs, "deltanet", 32, 64, 1e-3, 0.42, state=4242)
+    write_run(runs, "deltanet", 32, 128, 1e-3, 0.21, state=8484)
     p = points(load([runs]))
-    assert len(p) == 2 * 2 * 2 + 1 and set(p.runs) == {1, 2}
+    assert len(p) == 2 * 2 * 2 + 2 and set(p.runs) == {1, 2}
     hyena = p[(p.model == "hyena") & (p.T0 == 128) & (p.width == 32)].iloc[0]
     assert (hyena.acc, hyena.lr, hyena.state) == (0.4, "3e-3", 10 * 32 * 128)
     out = tmp_path / "docs" / "recall.md"
@@ -162,7 +174,7 @@ def test_the_page_from_run_records(tmp_path: Path):
     assert ["vocabulary", "256", "8,192"] in table and ["widths D", "32, 64"] in [
         r[:2] for r in table
     ]
-    assert "1e-3, 3e-3 (a race)" in text and "17 runs in 9 race(s)" in text
+    assert "1e-3, 3e-3 (a race)" in text and "18 runs in 10 race(s)" in text
     assert f"python -m longterm.analysis.recall {tmp_path} --out {out}" in text
     figure = out.parent / "recall" / FIGURE
     first = figure.read_bytes()
@@ -182,8 +194,8 @@ def test_the_page_without_runs_says_so(tmp_path: Path):
 def test_the_sweep_is_one_race_per_setting_width_and_model():
     chosen = streams()
     races = [shlex.split(c) for stream in chosen for c in stream]
-    assert len(races) == len(SETTINGS) * len(DIMS) * len(MODELS) == 44
-    assert [len(s) for s in chosen] == [22, 22]
+    assert len(races) == len(SETTINGS) * len(DIMS) * len(MODELS) == 66
+    assert [len(s) for s in chosen] == [33, 33]
     seen = set()
     for r in races:
         args = dict(o.split("=", 1) for o in r[r.index("--") + 1 :])
@@ -194,7 +206,7 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
         assert args.get("model.attn_span") == (str(T0) if model in ATTENTION else None)
         assert r[r.index("--lrs") + 1 : r.index("--launcher")] == ["3e-3", "1e-3"]
         seen.add((model, width, T0))
-    assert len(seen) == 44
+    assert len(seen) == 66
     for stream in chosen:  # each stream: every model at every setting, half the wide runs
         races = [shlex.split(c) for c in stream]
         cells = {

@@ -33,6 +33,7 @@ from longterm.analysis.recall_checks import (  # noqa: E402
     ZOOLOGY_CONFIG,
     ZOOLOGY_SETTING,
     check_rows,
+    complete,
 )
 from longterm.analysis.runs import load_runs  # noqa: E402
 
@@ -246,7 +247,10 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
         + (["--out", str(out)] if out else [])
     )
     p = points(runs) if not runs.empty else pd.DataFrame(columns=[*GROUP, "state", "acc"])
-    checks = pd.DataFrame(check_rows(p)).to_markdown(index=False, disable_numparse=True)
+    kept, partial = complete(p)
+    checks = pd.DataFrame(check_rows(kept)).to_markdown(index=False, disable_numparse=True)
+    if partial:
+        checks += "\n\nLeft out of the checks, run in part: " + "; ".join(partial) + "."
     body = NO_RUNS.format(sweep=SWEEP)
     if not runs.empty:
         figure = Path(out.stem if out else ".") / FIGURE
