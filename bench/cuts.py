@@ -19,7 +19,17 @@ A run alone, ms per update:
   parameters found by walking the module and the loss folded into the flag at every update (the
   old form), and the parameters read once a fit and the loss tested with them;
 - the batch's transfer: Lightning's `transfer_batch_to_device` (a walk over the batch, each
-  tensor moved to the CPU it is on) and PlainLoopModule's (on the CPU, the batch as it is).
+  tensor moved to the CPU it is on) and PlainLoopModule's (on the CPU, the batch as it is);
+- the divergence test: `isfinite` of every number of the parameters and the loss, and of their
+  smallest and largest (training/callbacks.py: all_finite);
+- hook dispatch: the hooks Lightning calls around one update (the callbacks' and the module's
+  on_train_batch_start and _end, the batch transfer's three), under PassThroughProfiler with
+  nn.Module's `__setattr__` for the hook's name (the old form), and under NoProfiler with the
+  plain attribute (training/module.py: PlainLoopModule);
+- the step's signature: Lightning's read of `training_step`'s (inspect.getfullargspec, every
+  update), without and with the function's own `__signature__`;
+- an epoch's batches: through a DataLoader of no workers, and as they are made
+  (training/data.py: EpochBatches), the batches' generation included.
 A pack of 8 members (launcher=packed's exact CPU path), ms per update of the pack:
 - kernels: each member's forward and backward one after another, and all members' encoders and
   poolings in one call (models/feedforward.py: forward_members);
@@ -40,16 +50,20 @@ from pathlib import Path
 import torch
 from pytorch_lightning import LightningModule, Trainer
 from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.profilers import PassThroughProfiler
 from pytorch_lightning.trainer import call
+from pytorch_lightning.utilities.signature_utils import is_param_in_hook_signature
+from torch import nn
 from torch.utils.data import DataLoader
 
 from longterm.models.feedforward import forward_members
 from longterm.store.records import git_commit
 from longterm.sweeps.flat_adam import FlatAdam
-from longterm.training.callbacks import StopOnDivergence
-from longterm.training.library_internals import attach_unfitted, call_hooks
+from longterm.training.callbacks import StopOnDivergence, all_finite
+from longterm.training.data import EpochBatches, EpochKeys, keyed_loader
+from longterm.training.library_internals import NoProfiler, attach_unfitted, call_hooks
 from longterm.training.module import MemoryTaskModule
-from longterm.training.parts import build_model, run_callbacks
+from longterm.training.parts import build_model, instantiate_named, run_callbacks
 from longterm.training.quiet import quiet_libraries
 from runs import bare_trainer, batches, clock, config, write
 
@@ -170,6 +184,123 @@ def transfers(where: Path) -> dict[str, Callable[[], float]]:
     }
 
 
+def divergence_tests(where: Path) -> dict[str, Callable[[], float]]:
+    """The test of every number of the parameters and the loss: isfinite of each, and of the
+    smallest and the largest."""
+    module = build_model(config(T0, where / "test", 2))
+    numbers = torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+    def timed(test: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[], float]:
+        def run() -> float:
+            started = clock()
+            for _ in range(UPDATES):
+                bool(test(numbers))
+            return (clock() - started) / UPDATES
+
+        return run
+
+    return {
+        "divergence test, isfinite of each": timed(lambda x: torch.isfinite(x).all()),
+        "divergence test, smallest and largest": timed(all_finite),
+    }
+
+
+class ModuleSetattr(MemoryTaskModule):
+    """The hook's name set as it was before the cut: through nn.Module's `__setattr__`."""
+
+    __setattr__ = nn.Module.__setattr__
+
+
+def dispatches(where: Path) -> dict[str, Callable[[], float]]:
+    """The hooks Lightning calls around one update, old and new (the module docstring)."""
+    cfg = config(T0, where / "dispatch", 2)
+    (batch,) = batches(cfg, 1)
+    outputs = {"loss": torch.tensor(0.5)}
+
+    def timed(module_class: type, profiler) -> Callable[[], float]:
+        module = module_class(build_model(cfg).net, lr=cfg.lr)
+        trainer = Trainer(
+            callbacks=run_callbacks(cfg),
+            logger=False,
+            enable_progress_bar=False,
+            max_epochs=1,
+            profiler=profiler,
+        )
+        attach_unfitted(trainer, module, module.configure_optimizers())
+        for callback in trainer.callbacks:
+            callback.setup(trainer, module, "fit")
+        cpu = torch.device("cpu")
+
+        def run() -> float:
+            started = clock()
+            for _ in range(UPDATES):
+                call._call_callback_hooks(trainer, "on_train_batch_start", batch, 0)
+                call._call_lightning_module_hook(trainer, "on_train_batch_start", batch, 0)
+                moved = call._call_lightning_module_hook(
+                    trainer, "on_before_batch_transfer", batch, 0
+                )
+                moved = call._call_lightning_module_hook(
+                    trainer, "transfer_batch_to_device", moved, cpu, 0
+                )
+                call._call_lightning_module_hook(trainer, "on_after_batch_transfer", moved, 0)
+                call._call_callback_hooks(trainer, "on_train_batch_end", outputs, batch, 0)
+                call._call_lightning_module_hook(trainer, "on_train_batch_end", outputs, batch, 0)
+            return (clock() - started) / UPDATES
+
+        return run
+
+    return {
+        "hook dispatch, PassThroughProfiler, nn.Module's setattr": timed(
+            ModuleSetattr, PassThroughProfiler()
+        ),
+        "hook dispatch, NoProfiler, plain attribute": timed(MemoryTaskModule, NoProfiler()),
+    }
+
+
+def signatures(where: Path) -> dict[str, Callable[[], float]]:
+    """Lightning's read of the training step's signature, as it makes at every update."""
+    module = build_model(config(T0, where / "signature", 2))
+
+    def read_by_inspect(batch, batch_idx):  # the same parameters, no `__signature__`
+        return None
+
+    def timed(step: Callable) -> Callable[[], float]:
+        def run() -> float:
+            started = clock()
+            for _ in range(UPDATES):
+                is_param_in_hook_signature(step, "batch_idx", min_args=2)
+            return (clock() - started) / UPDATES
+
+        return run
+
+    return {
+        "step's signature, inspected": timed(read_by_inspect.__get__(module)),
+        "step's signature, its own": timed(module.training_step),
+    }
+
+
+def epochs(where: Path) -> dict[str, Callable[[], float]]:
+    """An epoch's batches (generated) through a DataLoader and as they are made."""
+    cfg = config(T0, where / "epochs", 2)
+    keyed = instantiate_named(cfg.data).keyed_batches()
+
+    def timed(loader) -> Callable[[], float]:
+        def run() -> float:
+            started = clock()
+            for _ in loader:
+                pass
+            return (clock() - started) / UPDATES
+
+        return run
+
+    loader = DataLoader(keyed, sampler=EpochKeys(UPDATES), batch_size=None)
+    assert isinstance(keyed_loader(keyed, UPDATES, 0, "cpu"), EpochBatches)
+    return {
+        "epoch's batches, DataLoader": timed(loader),
+        "epoch's batches, as made": timed(EpochBatches(keyed, EpochKeys(UPDATES))),
+    }
+
+
 def pack_parts(where: Path) -> dict[str, Callable[[], float]]:
     """The pack's kernels, Adam steps and callback dispatch, old and new, per update."""
     cfgs = [config(T0, where / f"m{i}", UPDATES, 1e-3 * (1 + i), 1 + i % 2) for i in range(8)]
@@ -259,6 +390,10 @@ def main() -> None:
             "update, automatic optimization": loop(Automatic, where, callbacks=True),
             "update, plain loop": loop(MemoryTaskModule, where, callbacks=True),
             **transfers(where),
+            **divergence_tests(where),
+            **dispatches(where),
+            **signatures(where),
+            **epochs(where),
             **pack_parts(where),
         }
         for case in cases.values():  # compiled, imported, warm

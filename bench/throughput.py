@@ -61,7 +61,8 @@ from longterm.models.ops import meta_batch, update_ops
 from longterm.store.records import git_commit, machine
 from longterm.sweeps.pack_ops import pack_update_ops
 from longterm.tasks import default_width
-from longterm.training.batches import FixedLengthBatches, batch_rng
+from longterm.training.batches import TRAIN, FixedLengthBatches, batch_rng
+from longterm.training.data import KeyedBatches
 from longterm.training.parts import build_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,11 +255,11 @@ def matmul_peak(device: str, n: int = 2048, repeats: int = 10) -> float:
 
 def data_ms(T0: int) -> float:
     """Median time to generate one training batch (addition, B = 100), in ms."""
-    recipe = FixedLengthBatches(generator_of("addition"), T0, B)
+    stream = KeyedBatches(FixedLengthBatches(generator_of("addition"), T0, B), 0, TRAIN)
     times = []
     for index in range(5):
         start = time.perf_counter()
-        recipe(batch_rng(0, 0, 0, index))
+        stream[(0, index)]
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 

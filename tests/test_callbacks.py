@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint
 from torch.utils.data import DataLoader
 
-from longterm.training.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved
+from longterm.training.callbacks import DeferSignal, StopOnDivergence, StopWhenSolved, all_finite
 
 
 class Scripted(L.LightningModule):
@@ -194,3 +194,16 @@ def test_divergence_is_seen_in_the_parameters_too():
     trainer = fit(module, callback)
     assert callback.diverged_step == 1 and trainer.global_step == 1
     assert torch.isinf(module.w).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), None])
+@pytest.mark.parametrize("at", [0, 5, -1])
+def test_the_divergence_test_is_isfinite_of_every_number(dtype, bad, at):
+    """The smallest and the largest number stand for all: a NaN or an infinity anywhere, and
+    finite numbers as large as the type holds (whose difference would overflow)."""
+    numbers = torch.linspace(-1, 1, 11, dtype=dtype)
+    numbers[1], numbers[2] = torch.finfo(dtype).max, torch.finfo(dtype).min
+    if bad is not None:
+        numbers[at] = bad
+    assert bool(all_finite(numbers)) == bool(torch.isfinite(numbers).all()) == (bad is None)

@@ -8,9 +8,11 @@ import torch
 
 from longterm.config.builtins import generator_of
 from longterm.tasks import default_width
+from longterm.training.batches import TRAIN, batch_rng
 from longterm.training.data import (
     MAX_FEED_WORKERS,
     FixedLengthData,
+    KeyedBatches,
     VariableLengthData,
     feed_workers,
 )
@@ -135,3 +137,20 @@ def test_variable_lengths():
         int(t) for t in np.linspace(50, 10000, 100)
     ]
     assert all(len(y) == 10 for _, y, _ in dm.validation)
+
+
+def odd_normals(rng: np.random.RandomState) -> tuple[np.ndarray, ...]:
+    """A recipe that leaves a cached Gaussian behind (legacy normals come in pairs)."""
+    return rng.standard_normal(3), rng.randint(0, 1000, 5), rng.uniform(size=2)
+
+
+@pytest.mark.parametrize("recipe", [odd_normals, "addition"])
+def test_each_batch_is_drawn_from_its_keys_own_random_state(recipe):
+    """KeyedBatches seeds one RandomState anew for each key: the batch is the one a new
+    RandomState of that key draws, in any order of keys, a key asked for twice the same."""
+    if recipe == "addition":
+        recipe = FixedLengthData(generator_of("addition"), T0=50, seed=4).train_recipe()
+    stream = KeyedBatches(recipe, 4, TRAIN)
+    for key in [(0, 0), (0, 1), (3, 2), (0, 1), (1, 0), (0, 0)]:
+        for got, expected in zip(stream[key], recipe(batch_rng(4, TRAIN, *key)), strict=True):
+            assert (got == expected).all()

@@ -21,11 +21,15 @@ Batch = tuple[Tensor, Tensor, Tensor]
 TRAIN, VALIDATION = 0, 1  # random streams
 
 
+def batch_seed(seed: int, stream: int, epoch: int, index: int) -> np.ndarray:
+    """The MT19937 seed of one batch: SeedSequence mixes the four integers into four words."""
+    return np.random.SeedSequence([seed, stream, epoch, index]).generate_state(4)
+
+
 def batch_rng(seed: int, stream: int, epoch: int, index: int) -> np.random.RandomState:
-    """The RandomState of one batch; SeedSequence mixes the four integers into the MT19937 state."""
-    return np.random.RandomState(
-        np.random.SeedSequence([seed, stream, epoch, index]).generate_state(4)
-    )
+    """The RandomState of one batch (`RandomState.seed(batch_seed(...))` of any RandomState
+    gives it the same state)."""
+    return np.random.RandomState(batch_seed(seed, stream, epoch, index))
 
 
 def as_batch(X: np.ndarray, y: np.ndarray, mask: np.ndarray) -> Batch:

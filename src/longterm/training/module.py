@@ -2,6 +2,7 @@
 accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification;
 for tasks that label steps, both over the labelled steps only."""
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,24 @@ class PlainLoopModule(L.LightningModule):
     the callback hooks around each part of an update cost more than a short update's kernels
     (docs/performance_runs.md). Its batches are made on the host: on the CPU they stay as
     they are, not walked tensor by tensor to the device they are on."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Lightning reads the steps' signatures (inspect.getfullargspec) at every step, to know
+        # whether to pass batch_idx; a function's `__signature__` is what inspect returns first.
+        super().__init_subclass__(**kwargs)
+        for name in ("training_step", "validation_step"):
+            step = cls.__dict__.get(name)
+            if inspect.isfunction(step):
+                step.__signature__ = inspect.signature(step, follow_wrapped=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Lightning names the hook it is in (`_current_fx_name`, a str or None) around every hook
+        # call, some twenty times an update; nn.Module's __setattr__ looks for a parameter, a
+        # module or a buffer of that name first, several times the cost of setting it.
+        if name == "_current_fx_name":
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
 
     @property
     def automatic_optimization(self) -> bool:

@@ -22,6 +22,7 @@ from longterm.store.checkpoints import UnsafeCheckpointError, checkpoint_step, l
 from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.checkpoint_io import AtomicCheckpointIO
 from longterm.training.faults import RunError
+from longterm.training.library_internals import NoProfiler
 from longterm.training.memory_estimate import memory_error
 from longterm.training.module import MemoryTaskModule
 
@@ -197,6 +198,8 @@ def run_trainer(
 ) -> L.Trainer:
     """The Trainer of `cfg.trainer`, writing checkpoints so that a failed write costs none."""
     plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
+    if cfg.trainer.get("profiler") is None:
+        kw.setdefault("profiler", NoProfiler())
     return instantiate(cfg.trainer, callbacks=callbacks, logger=logger, plugins=plugins, **kw)
 
 
