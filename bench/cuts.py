@@ -29,7 +29,10 @@ A run alone, ms per update:
 - the step's signature: Lightning's read of `training_step`'s (inspect.getfullargspec, every
   update), without and with the function's own `__signature__`;
 - an epoch's batches: through a DataLoader of no workers, and as they are made
-  (training/data.py: EpochBatches), the batches' generation included.
+  (training/data.py: EpochBatches), the batches' generation included;
+- a batch's RandomState: a new one for each batch (batches.py: batch_rng; a new RandomState is
+  seeded from fresh entropy first), and one reseeded (training/data.py: KeyedBatches), the
+  batch's generation included.
 A pack of 8 members (launcher=packed's exact CPU path), ms per update of the pack:
 - kernels: each member's forward and backward one after another, and all members' encoders and
   poolings in one call (models/feedforward.py: forward_members);
@@ -59,6 +62,7 @@ from torch.utils.data import DataLoader
 from longterm.models.feedforward import forward_members
 from longterm.store.records import git_commit
 from longterm.sweeps.flat_adam import FlatAdam
+from longterm.training.batches import batch_rng
 from longterm.training.callbacks import StopOnDivergence, all_finite
 from longterm.training.data import EpochBatches, EpochKeys, keyed_loader
 from longterm.training.library_internals import NoProfiler, attach_unfitted, call_hooks
@@ -295,10 +299,28 @@ def epochs(where: Path) -> dict[str, Callable[[], float]]:
 
     loader = DataLoader(keyed, sampler=EpochKeys(UPDATES), batch_size=None)
     assert isinstance(keyed_loader(keyed, UPDATES, 0, "cpu"), EpochBatches)
+    keys = [(0, i) for i in range(UPDATES)]
     return {
         "epoch's batches, DataLoader": timed(loader),
         "epoch's batches, as made": timed(EpochBatches(keyed, EpochKeys(UPDATES))),
+        "a batch's RandomState, new": timed(_Again(lambda: anew_batches(keyed))),
+        "a batch's RandomState, reseeded": timed(_Again(lambda: map(keyed.__getitem__, keys))),
     }
+
+
+class _Again:
+    """An iterable made anew by `make` at each iteration."""
+
+    def __init__(self, make: Callable):
+        self.make = make
+
+    def __iter__(self):
+        return iter(self.make())
+
+
+def anew_batches(keyed):
+    """An epoch's batches, each from a new RandomState of its key (the old form)."""
+    return (keyed.recipe(batch_rng(keyed.seed, keyed.stream, 0, i)) for i in range(UPDATES))
 
 
 def pack_parts(where: Path) -> dict[str, Callable[[], float]]:
