@@ -141,6 +141,16 @@ def test_a_rival_beaten_within_its_limit_keeps_no_checkpoint():
     assert [beaten(r, runs) for r in runs] == [False, True, False, False, False, False]
 
 
+def test_a_run_cut_off_in_its_first_epoch_has_no_checkpoint_to_keep():
+    """Checkpoints are written at the end of each epoch: a run interrupted before the first has
+    none, and its command starts it again."""
+    cut_off = {"status": "interrupted", "epochs": 0, "val_acc_history": []}
+    resumable = {"status": "interrupted", "epochs": 2, "val_acc_history": [0.1, 0.2]}
+    for final in (False, True):
+        assert not needs_checkpoint(cut_off, [cut_off], final)
+        assert needs_checkpoint(resumable, [resumable], final)
+
+
 def test_make_collect_regenerates_the_committed_results(tmp_path, monkeypatch):
     """docs/results is what `make collect` writes from runs/, byte for byte (figures too), and
     so is each hypothesis' own collection in docs/results/<name>."""

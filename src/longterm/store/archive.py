@@ -9,7 +9,8 @@ the collector and `continue_run` read from each run of a sweep, and nothing else
     <run>/result.json, <run>/.hydra/{overrides,config}.yaml, <run>/events.out.tfevents.*
     <run>/checkpoints/last.ckpt                        unless the run is solved or beaten (below):
                                                        a run that may be continued, resumed or
-                                                       evaluated
+                                                       evaluated (one cut off in its first epoch
+                                                       has none: its command starts it again)
 
     python -m longterm.store.archive put outputs/table1_long outputs/variable_length_100
     python -m longterm.store.archive get runs/table1_long            # back into outputs/table1_long
@@ -93,7 +94,11 @@ def beaten(result: dict, results: list[dict]) -> bool:
 
 def needs_checkpoint(result: dict, results: list[dict], final: bool) -> bool:
     """Whether the archive keeps a run's last checkpoint (the module docstring): not when it is
-    solved or beaten, nor, in a final sweep, when it finished at all."""
+    solved or beaten, nor, in a final sweep, when it finished at all, nor when the run was cut off
+    before the end of its first epoch, where the first checkpoint is written (its command starts
+    it again)."""
+    if not result.get("val_acc_history"):
+        return False
     if final:
         return result.get("status") not in FINAL_STATUSES
     return result.get("status") != "solved" and not beaten(result, results)
