@@ -47,7 +47,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import torch
@@ -284,14 +284,15 @@ def signatures(where: Path) -> dict[str, Callable[[], float]]:
 
 
 def epochs(where: Path) -> dict[str, Callable[[], float]]:
-    """An epoch's batches (generated) through a DataLoader and as they are made."""
+    """An epoch's batches (generated) through a DataLoader and as they are made, and each from a
+    new RandomState of its key (the old form) and from the one KeyedBatches reseeds."""
     cfg = config(T0, where / "epochs", 2)
     keyed = instantiate_named(cfg.data).keyed_batches()
 
-    def timed(loader) -> Callable[[], float]:
+    def timed(epoch: Callable[[], Iterable]) -> Callable[[], float]:
         def run() -> float:
             started = clock()
-            for _ in loader:
+            for _ in epoch():
                 pass
             return (clock() - started) / UPDATES
 
@@ -301,26 +302,13 @@ def epochs(where: Path) -> dict[str, Callable[[], float]]:
     assert isinstance(keyed_loader(keyed, UPDATES, 0, "cpu"), EpochBatches)
     keys = [(0, i) for i in range(UPDATES)]
     return {
-        "epoch's batches, DataLoader": timed(loader),
-        "epoch's batches, as made": timed(EpochBatches(keyed, EpochKeys(UPDATES))),
-        "a batch's RandomState, new": timed(_Again(lambda: anew_batches(keyed))),
-        "a batch's RandomState, reseeded": timed(_Again(lambda: map(keyed.__getitem__, keys))),
+        "epoch's batches, DataLoader": timed(lambda: loader),
+        "epoch's batches, as made": timed(lambda: EpochBatches(keyed, EpochKeys(UPDATES))),
+        "a batch's RandomState, new": timed(
+            lambda: (keyed.recipe(batch_rng(keyed.seed, keyed.stream, *key)) for key in keys)
+        ),
+        "a batch's RandomState, reseeded": timed(lambda: map(keyed.__getitem__, keys)),
     }
-
-
-class _Again:
-    """An iterable made anew by `make` at each iteration."""
-
-    def __init__(self, make: Callable):
-        self.make = make
-
-    def __iter__(self):
-        return iter(self.make())
-
-
-def anew_batches(keyed):
-    """An epoch's batches, each from a new RandomState of its key (the old form)."""
-    return (keyed.recipe(batch_rng(keyed.seed, keyed.stream, 0, i)) for i in range(UPDATES))
 
 
 def pack_parts(where: Path) -> dict[str, Callable[[], float]]:

@@ -125,7 +125,7 @@ def all_finite(numbers: torch.Tensor) -> torch.Tensor:
     """Whether every one of `numbers` (n,) is finite, as `isfinite(numbers).all()`: the smallest
     and the largest are finite exactly when every number is (both propagate a NaN; an infinity is
     one of them), and on the CPU `isfinite` of n numbers, an elementwise op with a bool result per
-    number, costs several times one reduction to two (bench/cuts.py: divergence check)."""
+    number, costs several times one reduction to two (bench/cuts.py: divergence test)."""
     return torch.isfinite(torch.stack(torch.aminmax(numbers))).all()
 
 

@@ -27,8 +27,9 @@ class KeyedBatches(Dataset):
 
     def __init__(self, recipe: Callable[[np.random.RandomState], Batch], seed: int, stream: int):
         self.recipe, self.seed, self.stream = recipe, seed, stream
-        # One RandomState, seeded anew for each batch (batches.batch_rng's state): a new one
-        # is first seeded from fresh entropy, which costs more than many a batch (about 0.2 ms).
+        # One RandomState, seeded anew for each batch (batches.batch_rng's state): a new one is
+        # first seeded from fresh entropy, which costs more than many a batch's generation
+        # (bench/cuts.py: a batch's RandomState).
         self.rng = np.random.RandomState()
 
     def __getitem__(self, key: tuple[int, int]) -> Batch:
@@ -127,8 +128,8 @@ class TaskDataModule(L.LightningDataModule):
 class EpochBatches:
     """An epoch's batches, key by key, as a DataLoader of no workers gives them on the CPU,
     without its per-batch work (the sampler's next key, the fetcher, a walk over the batch to
-    convert what is already tensors): about 30 microseconds an update. Lightning sets the epoch
-    of `sampler`, as of a DataLoader's."""
+    convert what is already tensors; bench/cuts.py: an epoch's batches). Lightning sets the
+    epoch of `sampler`, as of a DataLoader's."""
 
     num_workers, pin_memory = 0, False  # what a DataLoader says of itself
 
