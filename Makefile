@@ -52,8 +52,11 @@ test-slurm: $(STAMP)  ## sweeps on a one-node SLURM cluster it starts here (root
 bench: $(STAMP)  ## speed and memory of every implementation side by side -> docs/performance.md
 	$(BIN)/python bench/throughput.py $(ARGS)
 
-gpu-check: $(STAMP)  ## on a CUDA machine: GPU tests, the default run, docs/performance_gpu.md
-	$(BIN)/python bench/gpu_check.py $(ARGS)
+# GPU_PY: a Python that already holds torch built for CUDA and the project's other pins, for a GPU
+# machine that cannot build the environment (no package index); the project's own by default.
+GPU_PY ?= $(BIN)/python
+gpu-check: $(if $(filter $(BIN)/python,$(GPU_PY)),$(STAMP))  ## on a CUDA machine: GPU tests, the default run, docs/performance_gpu.md
+	PYTHONPATH=src$${PYTHONPATH:+:$$PYTHONPATH} $(GPU_PY) bench/gpu_check.py $(ARGS)
 
 # The sweeps behind docs/results, read from the committed archive runs/ (longterm.store.archive), so
 # that a fresh clone regenerates them; docs/results.md gives the command that fills each one.

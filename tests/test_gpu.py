@@ -64,7 +64,12 @@ def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
     from conftest import QUICK, train_py
     from test_packed import assert_close_runs
 
-    args = ("-m", "task=addition", "lr=1e-3,1e30", "seed=1,2", *QUICK)
+    # On an accelerator the divergence check reads the device every log_every_n_steps updates
+    # (callbacks.StopOnDivergence, `auto`), on the CPU every update: both runs are given QUICK's
+    # interval, so the diverging member stops at the same update.
+    every = "callbacks.stop_on_divergence.every_n_updates=10"
+    assert "trainer.log_every_n_steps=10" in QUICK
+    args = ("-m", "task=addition", "lr=1e-3,1e30", "seed=1,2", every, *QUICK)
     alone, packed = tmp_path / "cpu", tmp_path / "packed"
     out = train_py(*args, "trainer.accelerator=cpu", f"hydra.sweep.dir={alone}")
     assert out.returncode == 0, out.stderr

@@ -80,7 +80,9 @@ def assert_close_runs(alone, stacked):
         if a["status"] == "diverged":
             continue
         weights = [
-            torch.load(d / name / "checkpoints" / "last.ckpt", weights_only=False)["state_dict"]
+            torch.load(
+                d / name / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False
+            )["state_dict"]
             for d in (alone, stacked)
         ]
         for k, v in weights[0].items():
