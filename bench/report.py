@@ -34,7 +34,7 @@ class Bench:
 
 
 # A case measured against its own readable form rather than the paper's model's reference.
-REFERENCE_OF = {"mamba": "mamba_reference"}
+REFERENCE_OF = {m: f"{m}_reference" for m in ("mamba", "gla", "deltanet")}
 
 
 def reference_of(records: list[dict], r: dict) -> dict | None:
@@ -172,8 +172,8 @@ def header(bench: Bench) -> list[str]:
         "",
         f"B = {bench.batch}, D = 100 (the attention models: D = 64, two layers, span 64; Mamba: "
         "D = 64, two layers, N = 16, E = 128; conf/model/), addition task, float32. Ratios are "
-        "against the reference implementation at the same T0 (Mamba's: its readable form, "
-        "mamba_reference), measured in this run.",
+        "against the reference implementation at the same T0 (Mamba's, GLA's and DeltaNet's: "
+        "their own reference forms, <model>_reference), measured in this run.",
     ]
 
 

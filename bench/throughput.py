@@ -1,17 +1,19 @@
 """Training throughput, peak memory and ops per update of the paper's model (reference, fused,
 auto and `torch.compile` implementations), of recurrent baselines and of the convolutional
 sequence mixers (S4D, Hyena) at T0 = 100, 1000, 10000, of the attention models (transformer,
-all-attention, feedback) and the linear-attention ones (gla, deltanet) at T0 = 100 and 1000, and
-of Mamba (its compiled CPU kernel, model.impl=auto, at every T0; its readable form,
-mamba_reference, up to T0 = 1000); writes docs/performance.md (`make gpu-check` writes
-docs/performance_gpu.md with --device cuda). A benchmark, not a test: every ratio is taken between
-cases measured in the same run, because the machines these run on are shared and their speed
-varies from run to run.
+all-attention, feedback) at T0 = 100 and 1000, and of GLA, DeltaNet and Mamba (their compiled
+CPU kernels, model.impl=auto, at every T0; their reference forms, gla_reference,
+deltanet_reference and mamba_reference, up to T0 = 1000); writes docs/performance.md
+(`make gpu-check` writes docs/performance_gpu.md with --device cuda). A benchmark, not a test:
+every ratio is taken between cases measured in the same run, because the machines these run on
+are shared and their speed varies from run to run.
 
     python bench/throughput.py                       # the full table, docs/performance.md
     python bench/throughput.py --T0 100 --out /tmp/perf.md
     python bench/throughput.py --T0 100 --cases reference transformer feedback --out /tmp/perf.md
     python bench/throughput.py --T0 1000 10000 --cases mamba_reference mamba --out /tmp/m.md
+    python bench/throughput.py --T0 100 1000 --cases gla_reference gla deltanet_reference deltanet \
+        --out /tmp/g.md
     python bench/throughput.py --ops-only --T0 1000 10000     # ops per update only, no timing
     python bench/throughput.py --pack-members 1 4 16 --T0 100  # ops per update of a pack
 
@@ -78,7 +80,9 @@ CASES = {
     "transformer": (["arch=transformer"], False),
     "all_attention": (["arch=all_attention"], False),
     "feedback": (["arch=feedback"], False),
+    "gla_reference": (["model=gla", "pool=last", "model.impl=reference"], False),
     "gla": (["model=gla", "pool=last"], False),
+    "deltanet_reference": (["model=deltanet", "pool=last", "model.impl=reference"], False),
     "deltanet": (["model=deltanet", "pool=last"], False),
     "s4d": (["model=s4d", "pool=last"], False),
     "hyena": (["model=hyena", "pool=last"], False),
@@ -86,20 +90,20 @@ CASES = {
     "mamba": (["model=mamba", "model.impl=auto"], False),
 }
 # Cases measured only up to a T0: the attention models' per-step cost at T0 = 100 and 1000, the
-# linear-attention models' chunked tensors (gigabytes at T0 = 10000 on the CPU), and Mamba's
+# linear-attention models' chunked forms' tensors (gigabytes at T0 = 10000 on the CPU), and Mamba's
 # readable form, which keeps its (B, E, N) states of every step for the backward pass (about
 # 5 GB at T0 = 1000 and 50 GB at T0 = 10000).
 MAX_T0 = {
     "transformer": 1000,
     "all_attention": 1000,
     "feedback": 1000,
-    "gla": 1000,
-    "deltanet": 1000,
+    "gla_reference": 1000,
+    "deltanet_reference": 1000,
     "mamba_reference": 1000,
 }
 # Cases whose aten ops per update are counted on the meta device (see "How it is measured").
 META_OPS = ("reference", "fused", "auto", "transformer", "all_attention")
-META_OPS += ("gla", "deltanet", "s4d", "hyena", "mamba")
+META_OPS += ("gla_reference", "gla", "deltanet_reference", "deltanet", "s4d", "hyena", "mamba")
 METHOD = "\n\n".join(__doc__.strip().split("\n\n")[2:])  # "How it is measured"
 
 
@@ -123,7 +127,7 @@ def model_flops(overrides: list[str], T0: int) -> int:
     both forms: its readable form is too large at T0 = 10000, and the count is that of the
     projections, since the kernel's scan is no matrix product."""
     impl = "model.impl=auto" if "model=mamba" in overrides else "model.impl=reference"
-    reference = [impl if o.startswith("model.impl=") else o for o in overrides]
+    reference = [o for o in overrides if not o.startswith("model.impl=")] + [impl]
     net, (x, y, mask) = build(reference, T0, "cpu")
     # With oneDNN, nn.LSTM runs as one opaque kernel that the counter cannot see into.
     with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:

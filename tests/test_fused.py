@@ -185,7 +185,7 @@ def test_cpu_kernels_build_for_one_thread_without_openmp(tmp_path, monkeypatch):
     expected = encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu")
     monkeypatch.setenv("CXX", compiler(tmp_path, f'{refuse}\nexec g++ "$@"'))
     monkeypatch.setattr(fused_cpu, "KERNEL_DIR", tmp_path / "kernels")
-    with pytest.warns(UserWarning, match="without OpenMP: they run on one thread"):
+    with pytest.warns(UserWarning, match="without OpenMP: one thread runs them"):
         single = fused_cpu.library.__wrapped__(2, 5, torch.float32)
     monkeypatch.setattr(fused_cpu, "library", lambda *_: single)
     torch.testing.assert_close(encode_pool(x, keep, W, b, 0.01, w, bw, backend="cpu"), expected)

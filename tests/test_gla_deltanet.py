@@ -1,7 +1,8 @@
 """Gated linear attention (models/gla.py) and DeltaNet (models/deltanet.py): their recurrences
-against flash-linear-attention's step-by-step references, the chunked and step forms against each
-other, the state size, causality, RetNet's retention as GLA's fixed decay, the keys checked before
-training, and the ops per update on an accelerator."""
+against flash-linear-attention's step-by-step references, the chunked and step forms and the CPU
+kernels (models/linear_attention_cpu.cpp) against each other, the state size, causality, RetNet's
+retention as GLA's fixed decay, the keys checked before training, and the ops per update on an
+accelerator."""
 
 import math
 
@@ -10,6 +11,7 @@ import pytest
 import torch
 from conftest import CONF, SHARED
 from test_ops import ops
+from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from longterm.config.command_line import check
@@ -17,6 +19,7 @@ from longterm.config.validate import ConfigError
 from longterm.models.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
 from longterm.models.deltanet import DeltaNet, delta_chunked, delta_step
 from longterm.models.gla import SUB, GatedLinearAttention, gla_chunked, gla_step
+from longterm.models.linear_attention_cpu import delta_kernel, gla_kernel, kernel_runs
 from longterm.models.state import run_steps, state_numbers
 from longterm.tasks import default_width
 
@@ -64,6 +67,8 @@ def test_gla_reproduces_flash_linear_attentions_reference():
         o, S = stepped(gla_step, (q, k, v, gk), zero)
         torch.testing.assert_close(o.transpose(1, 2), case["o"], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+        o = gla_kernel(*(case[m] for m in ("q", "k", "v", "gk")))  # (B, T, H, .)
+        torch.testing.assert_close(o, case["o"], rtol=1e-12, atol=1e-12)
 
 
 def test_the_delta_rule_reproduces_flash_linear_attentions_reference():
@@ -77,6 +82,8 @@ def test_the_delta_rule_reproduces_flash_linear_attentions_reference():
         o, S = stepped(delta_step, inputs, torch.zeros_like(case["state"]))
         torch.testing.assert_close(o, case["o"], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(S, case["state"], rtol=1e-12, atol=1e-12)
+        o = delta_kernel(*(x.transpose(1, 2) for x in inputs)).transpose(1, 2)
+        torch.testing.assert_close(o, case["o"], rtol=1e-12, atol=1e-12)
 
 
 def random_encoder(cls, seed: int, **keys) -> torch.nn.Module:
@@ -89,10 +96,13 @@ def random_encoder(cls, seed: int, **keys) -> torch.nn.Module:
     return encoder
 
 
-ENCODERS = {
-    "gla": (GatedLinearAttention, {}),
-    "gla-fixed": (GatedLinearAttention, {"decay": "fixed"}),
-    "deltanet": (DeltaNet, {}),
+ENCODERS = {  # on the CPU: the compiled kernel unless impl=reference (the chunked form)
+    "gla": (GatedLinearAttention, {"impl": "reference"}),
+    "gla-kernel": (GatedLinearAttention, {}),
+    "gla-fixed": (GatedLinearAttention, {"decay": "fixed", "impl": "reference"}),
+    "gla-fixed-kernel": (GatedLinearAttention, {"decay": "fixed"}),
+    "deltanet": (DeltaNet, {"impl": "reference"}),
+    "deltanet-kernel": (DeltaNet, {}),
 }
 T_LONG = 2 * CHUNK + 11  # three chunks on the CPU, the last one part-filled
 
@@ -167,6 +177,65 @@ def test_strong_decays_stay_finite():
     assert torch.isfinite(o).all()
     torch.testing.assert_close(o, o_steps)
     torch.testing.assert_close(S, S_steps)
+
+
+def kernel_inputs(name: str, T: int, dtype: torch.dtype, seed: int = 0) -> list[torch.Tensor]:
+    """Leaves q, k (2, T, 3, 8), v (2, T, 3, 16) and the gate: GLA's log alpha (2, T, 3, 8), from
+    -6 to 0, or the delta rule's beta (2, T, 3) with unit keys, as the layers make them."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(2, T, 3, d, generator=g, dtype=dtype) for d in (8, 8, 16))
+    if name == "gla":
+        gate = F.logsigmoid(3 * torch.randn(2, T, 3, 8, generator=g, dtype=dtype))
+    else:
+        k = F.normalize(k, dim=-1)
+        gate = torch.rand(2, T, 3, generator=g, dtype=dtype)
+    return [t.requires_grad_() for t in (q, k, v, gate)]
+
+
+KERNELS = {"gla": (gla_kernel, gla_chunked), "delta": (delta_kernel, delta_chunked)}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("T", [1, 63, 64, 65, 150])
+def test_the_kernels_and_the_chunked_forms_give_the_same_outputs_and_gradients(name, T):
+    """Float64, across the backward pass's chunks of 64 steps (recomputed from their starts)."""
+    kernel, chunked = KERNELS[name]
+    inputs = kernel_inputs(name, T, torch.float64)
+    grad_o = torch.randn(2, T, 3, 16, dtype=torch.float64)
+    o = kernel(*inputs)
+    o_chunked = chunked(*(x.transpose(1, 2) for x in inputs))[0].transpose(1, 2)
+    torch.testing.assert_close(o, o_chunked, rtol=1e-12, atol=1e-12)
+    for mine, theirs in zip(
+        torch.autograd.grad(o, inputs, grad_o),
+        torch.autograd.grad(o_chunked, inputs, grad_o),
+        strict=True,
+    ):
+        torch.testing.assert_close(mine, theirs, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_the_kernels_gradients_are_their_outputs_derivatives(name):
+    assert torch.autograd.gradcheck(KERNELS[name][0], kernel_inputs(name, 70, torch.float64))
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_the_kernels_give_the_same_numbers_on_any_number_of_threads(name):
+    inputs = kernel_inputs(name, 130, torch.float32)
+    results = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        o = KERNELS[name][0](*inputs)
+        results.append([o, *torch.autograd.grad(o.square().sum(), inputs)])
+    for one, two in zip(*results, strict=True):
+        assert torch.equal(one, two)
+
+
+def test_the_kernels_run_where_they_can():
+    cpu = torch.empty(1, 1, 4)
+    assert kernel_runs("auto", cpu) and kernel_runs("fused", cpu)
+    assert not kernel_runs("reference", cpu)
+    assert not kernel_runs("auto", cpu.half())
+    assert not kernel_runs("auto", torch.empty(1, device=META))
 
 
 def test_the_accelerators_plan_has_a_fixed_number_of_chunks():

@@ -41,8 +41,8 @@ CPU_T0S: dict[str, tuple[int, ...]] = {
     "s4d": (50, 100),
     "hyena": (50,),
     "mamba": (50,),
-    "gla": (50,),
-    "deltanet": (50,),
+    "gla": (50, 100),
+    "deltanet": (50, 100),
 }
 MEMORIES = (*ARCHIVED, *CPU_T0S)  # the rows, in table order
 # Lengths no machine is planned for: the Feedback Transformer runs its T steps one after another

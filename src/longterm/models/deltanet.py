@@ -34,6 +34,11 @@ transitions I - K^T W are full matrices: no cumulative sum replaces this loop, w
 models/chunks.py fixes off the CPU); then O for every chunk at once. The step form carries S:
 H d_k d_v numbers a layer.
 
+`impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
+recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
+recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
+PyTorch's meta device) the chunked form.
+
 No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only), and
 zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule.
 Written from the equations, with torch.linalg.solve_triangular for the UT transform.
@@ -45,6 +50,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from longterm.models.chunks import chunk_plan, from_chunks, to_chunks
+from longterm.models.linear_attention_cpu import delta_kernel, kernel_runs
 from longterm.models.stack import MixerStack
 
 
@@ -98,8 +104,9 @@ def delta_chunked(
 class DeltaNetMixer(nn.Module):
     """u (B, T, D) -> y (B, T, D): one DeltaNet layer of H heads (the module docstring)."""
 
-    def __init__(self, dim: int, heads: int):
+    def __init__(self, dim: int, heads: int, impl: str = "auto"):
         super().__init__()
+        self.impl = impl
         if dim % heads:
             raise ValueError(f"heads={heads} must divide dim={dim}")
         self.heads, self.d_head = heads, dim // heads
@@ -123,8 +130,10 @@ class DeltaNetMixer(nn.Module):
         return self.W_o(self.norm(o).flatten(-2))
 
     def forward(self, u: Tensor) -> Tensor:
-        q, k, v, beta = (x.transpose(1, 2) for x in self.projections(u))  # (B, H, T, .)
-        o, _ = delta_chunked(q, k, v, beta)
+        q, k, v, beta = self.projections(u)  # (B, T, H, .)
+        if kernel_runs(self.impl, u):
+            return self.output(delta_kernel(q, k, v, beta))
+        o, _ = delta_chunked(*(x.transpose(1, 2) for x in (q, k, v, beta)))  # (B, H, T, .)
         return self.output(o.transpose(1, 2))
 
     def step(self, u_t: Tensor, S: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -148,8 +157,9 @@ class DeltaNet(MixerStack):
         heads: PositiveInt = 4,
         layers: PositiveInt = 2,
         init: str = "paper",
+        impl: str = "auto",
     ):
         def mixer() -> DeltaNetMixer:
-            return DeltaNetMixer(dim, heads)
+            return DeltaNetMixer(dim, heads, impl)
 
         super().__init__(in_features, dim, layers, mixer, init)

@@ -81,6 +81,20 @@ def build(command: list[str], name: str, source: Path = SOURCE) -> tuple[Path, s
     return path, ""
 
 
+def load(command: list[str], name: str, source: Path, what: str) -> ctypes.CDLL:
+    """The library that `command` builds of `source` with OpenMP, or, where the compiler has none,
+    for one thread with a warning that names `what` (e.g. "the fused CPU kernels"), loaded."""
+    path, errors = build([*command, OPENMP], name, source)
+    if errors:
+        path, single = build(command, name, source)
+        if single:
+            raise RuntimeError(f"building {source} failed: {' '.join(command)} {OPENMP}\n{errors}")
+        warnings.warn(
+            f"{command[0]} builds {what} without OpenMP: one thread runs them", stacklevel=3
+        )
+    return ctypes.CDLL(str(path))
+
+
 @cache
 def library(features: int, units: int, dtype: torch.dtype) -> ctypes.CDLL:
     """The kernels for F = features, D = units and dtype (float32 or float64), built once per
@@ -89,16 +103,7 @@ def library(features: int, units: int, dtype: torch.dtype) -> ctypes.CDLL:
         raise TypeError(f"the fused CPU kernels take float32 or float64, not {dtype}")
     command = [compiler(), *FLAGS, f"-DF={features}", f"-DD={units}", f"-DREAL={REALS[dtype]}"]
     name = f"fused_cpu_{features}x{units}_{REALS[dtype]}"
-    path, errors = build([*command, OPENMP], name)
-    if errors:  # a compiler without OpenMP builds them for one thread
-        path, single = build(command, name)
-        if single:
-            raise RuntimeError(f"building {SOURCE} failed: {' '.join(command)} {OPENMP}\n{errors}")
-        warnings.warn(
-            f"{command[0]} builds the fused CPU kernels without OpenMP: they run on one thread",
-            stacklevel=2,
-        )
-    lib = ctypes.CDLL(str(path))
+    lib = load(command, name, SOURCE, "the fused CPU kernels")
     real = ctypes.c_float if dtype == torch.float32 else ctypes.c_double
     P, L, N = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int  # pointer, int64_t, int
     lib.forward.argtypes = [L, L, P, P, P, P, real, P, real, N, N, P, P, P]

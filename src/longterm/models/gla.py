@@ -38,6 +38,11 @@ summed on its own rather than as the difference of two running sums (which round
 after a strong decay in float32): no overflow and no cancellation. The step form carries S:
 H d_k d_v numbers a layer.
 
+`impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
+recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
+recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
+PyTorch's meta device) the chunked form.
+
 No library layer runs here: flash-linear-attention's GLA kernels are Triton (CUDA only), and
 zoology's GLA mixer (zoology/mixers/gla.py) imports them; torch has no gated linear attention.
 Written from the equations.
@@ -52,6 +57,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from longterm.models.chunks import fixed_plan, from_chunks, to_chunks
+from longterm.models.linear_attention_cpu import gla_kernel, kernel_runs
 from longterm.models.stack import MixerStack
 
 # Steps per sub-chunk (a chunk's length is a multiple of it). A chunk of C steps costs about
@@ -147,8 +153,9 @@ def sum_after(g: Tensor) -> Tensor:
 class GLAMixer(nn.Module):
     """u (B, T, D) -> y (B, T, D): one GLA layer of H heads (the module docstring)."""
 
-    def __init__(self, dim: int, heads: int, expand_k: float, decay: str):
+    def __init__(self, dim: int, heads: int, expand_k: float, decay: str, impl: str = "auto"):
         super().__init__()
+        self.impl = impl
         key_dim = int(dim * expand_k)
         if dim % heads or key_dim % heads or key_dim == 0:
             raise ValueError(
@@ -183,8 +190,10 @@ class GLAMixer(nn.Module):
         return self.W_o(F.silu(self.W_r(u)) * self.norm(o).flatten(-2))
 
     def forward(self, u: Tensor) -> Tensor:
-        q, k, v, log_alpha = (x.transpose(1, 2) for x in self.projections(u))  # (B, H, T, .)
-        o, _ = gla_chunked(q, k, v, log_alpha)
+        q, k, v, log_alpha = self.projections(u)  # (B, T, H, .)
+        if kernel_runs(self.impl, u):
+            return self.output(u, gla_kernel(q, k, v, log_alpha))
+        o, _ = gla_chunked(*(x.transpose(1, 2) for x in (q, k, v, log_alpha)))  # (B, H, T, .)
         return self.output(u, o.transpose(1, 2))
 
     def step(self, u_t: Tensor, S: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -210,8 +219,9 @@ class GatedLinearAttention(MixerStack):
         expand_k: PositiveFloat = 0.5,
         decay: Literal["data", "fixed"] = "data",
         init: str = "paper",
+        impl: str = "auto",
     ):
         def mixer() -> GLAMixer:
-            return GLAMixer(dim, heads, expand_k, decay)
+            return GLAMixer(dim, heads, expand_k, decay, impl)
 
         super().__init__(in_features, dim, layers, mixer, init)

@@ -12,7 +12,6 @@ the chunk starts chk (B, T / L + 1, N, E_padded), the last of them the state aft
 """
 
 import ctypes
-import warnings
 from functools import cache
 
 import numpy as np
@@ -21,7 +20,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from longterm.models.fused_cpu import FLAGS as FUSED_FLAGS
-from longterm.models.fused_cpu import OPENMP, REALS, build, compiler, ptr
+from longterm.models.fused_cpu import REALS, compiler, load, ptr
 from longterm.models.fused_cpu import SOURCE as FUSED_SOURCE
 
 SOURCE = FUSED_SOURCE.with_name("selective_scan_cpu.cpp")
@@ -41,17 +40,7 @@ def library(channels: int, d_state: int, dtype: torch.dtype) -> ctypes.CDLL:
     sizes = [f"-DE={channels}", f"-DN={d_state}", f"-DREAL={REALS[dtype]}"]
     command = [compiler(), *FLAGS, *sizes, f"-DREAL_IS_DOUBLE={double}"]
     name = f"selective_scan_{channels}x{d_state}_{REALS[dtype]}"
-    path, errors = build([*command, OPENMP], name, SOURCE)
-    if errors:  # a compiler without OpenMP builds it for one thread
-        path, single = build(command, name, SOURCE)
-        if single:
-            raise RuntimeError(f"building {SOURCE} failed: {' '.join(command)} {OPENMP}\n{errors}")
-        warnings.warn(
-            f"{command[0]} builds the selective scan's CPU kernel without OpenMP: it runs on one "
-            "thread",
-            stacklevel=2,
-        )
-    lib = ctypes.CDLL(str(path))
+    lib = load(command, name, SOURCE, "the selective scan's CPU kernel")
     P, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
     lib.forward.argtypes = [I64, I64, *[P] * 6, INT, P, P]
     lib.backward.argtypes = [I64, I64, *[P] * 8, INT, *[P] * 6]
