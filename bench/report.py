@@ -31,6 +31,7 @@ class Bench:
     data: dict[int, float]  # T0 -> ms to generate one batch
     runs: list[Path]  # end-to-end run directories to report
     runs_note: str  # a sentence on how the runs were made
+    note: str = ""  # a line on the machine while it ran (e.g. what else ran)
 
 
 # A case measured against its own readable form rather than the paper's model's reference.
@@ -169,6 +170,7 @@ def header(bench: Bench) -> list[str]:
         f"- threads: {bench.threads}; device: {bench.device}" + (f" ({gpu})" if gpu else ""),
         f"- float32 matmul peak of the device measured in this run: {bench.peak:.1f} GFLOP/s",
         f"- whole benchmark: {bench.seconds:.0f} s",
+        *([f"- {bench.note}"] if bench.note else []),
         "",
         f"B = {bench.batch}, D = 100 (the attention models: D = 64, two layers, span 64; Mamba: "
         "D = 64, two layers, N = 16, E = 128; conf/model/), addition task, float32. Ratios are "

@@ -281,6 +281,7 @@ def parse() -> argparse.Namespace:
         "--runs", type=Path, nargs="*", default=[], help="run directories to report as well"
     )
     parser.add_argument("--runs-note", default="", help="a sentence on how the runs were made")
+    parser.add_argument("--note", default="", help="a line on the machine, e.g. what else ran")
     parser.add_argument(
         "--ops-only", action="store_true", help="print the ops per update of each case, no timing"
     )
@@ -333,6 +334,7 @@ def benchmark(args: argparse.Namespace) -> Bench:
         data=data,
         runs=args.runs,
         runs_note=args.runs_note,
+        note=args.note,
     )
 
 
