@@ -5,9 +5,9 @@ linear_attention_cpu.cpp holds the kernels and says how they work. They are buil
 model's kernels are (models/fused_cpu.py: the machine's compiler, -march=native, cached under
 KERNEL_DIR by a hash of the source, flags and CPU; OpenMP over whole sequence-heads, so the
 results do not depend on the number of threads), once per kernel, d_k, d_v and dtype, and called
-through ctypes.
-Both stream over time keeping one (d_k, d_v) state per sequence-head and store it only at the
-start of every chunk of L steps (chk), from which the backward pass recomputes the chunk.
+through ctypes. Both stream over time keeping one (d_k, d_v) state per sequence-head and store it
+only at the start of every chunk of L steps (chk), from which the backward pass recomputes the
+chunk.
 
 Shapes: q (scaled by 1 / sqrt(d_k) here), k (B, T, H, d_k), v (B, T, H, d_v) and the gate, log
 alpha (B, T, H, d_k) for GLA or beta (B, T, H) for the delta rule -> o (B, T, H, d_v); chk
