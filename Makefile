@@ -85,9 +85,10 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 		$(EVERY_MEMORY) runs/table1 runs/table1_long --out docs/every_memory.md)
 
 # The experiments run at a fixed budget: archived without the checkpoints of finished runs
-# (longterm.store.archive, --final).
-FINAL_SWEEPS ?= recall selection
-ARCHIVED = $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%) $(EVERY_MEMORY:runs/%=outputs/%))
+# (longterm.store.archive, --final). The claims sweep stops at 2000 updates; every_memory's CPU
+# plan at 5 epochs, a twentieth of the paper's limit, which a GPU or SLURM grid runs from the start.
+FINAL_SWEEPS ?= recall selection claims $(EVERY_MEMORY:runs/%=%)
+ARCHIVED = $(wildcard $(SWEEPS:runs/%=outputs/%) $(HYPOTHESES:%=outputs/%))
 
 archive: $(STAMP)  ## copy the sweeps from outputs/ into the committed archive runs/
 	$(if $(ARCHIVED),$(BIN)/python -m longterm.store.archive put $(ARCHIVED))
