@@ -153,25 +153,32 @@ def listing(T0s: list[int]) -> str:
     return f"T0 = {text}"
 
 
+def seeded(what: str, cells: list[tuple[int, int]], most: int) -> list[str]:
+    """`what` at the lengths of `cells` ((T0, seeds run) pairs), those with fewer seeds than
+    `most` said apart with their count: ["every seed at T0 = 50 (1 of 3 seeds run)"]."""
+    counts = sorted({n for _, n in cells}, reverse=True)
+    said = []
+    for n in counts:
+        at = listing([t for t, m in cells if m == n])
+        said.append(f"{what} at {at}" + (f" ({n} of {most} seeds run)" if n < most else ""))
+    return said
+
+
 def verdict(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     """Which memories solve `task` at which lengths, within their epoch limits: the memories
     with the same lengths solved, partly solved and unsolved named together."""
     mine = cells[cells.task == task]
+    most = int(cells.seeds.max())  # the seeds of the fullest cell: the plan's, once run
     said: dict[str, list[str]] = {}
     for memory in rows(runs):
         own = mine[mine.memory == memory].sort_values("T0")
         if own.empty:
             continue
-        every = [t for t, s, n in zip(own.T0, own.solved_seeds, own.seeds, strict=True) if s == n]
-        some = [
-            f"{t} ({s}/{n})"
-            for t, s, n in zip(own.T0, own.solved_seeds, own.seeds, strict=True)
-            if 0 < s < n
-        ]
-        none = [t for t, s in zip(own.T0, own.solved_seeds, strict=True) if s == 0]
-        parts = [f"every seed at {listing(every)}"] if every else []
+        cells_of = list(zip(own.T0, own.solved_seeds, own.seeds, strict=True))
+        some = [f"{t} ({s}/{n})" for t, s, n in cells_of if 0 < s < n]
+        parts = seeded("every seed", [(t, n) for t, s, n in cells_of if s == n], most)
         parts += [f"some seeds at T0 = {', '.join(some)}"] if some else []
-        parts += [f"no seed at {listing(none)}"] if none else []
+        parts += seeded("no seed", [(t, n) for t, s, n in cells_of if s == 0], most)
         said.setdefault("; ".join(parts), []).append(memory)
     missing = [m for m in rows(runs) if m not in set(mine.memory)]
     text = ". ".join(f"{', '.join(names)}: {what}" for what, names in said.items())

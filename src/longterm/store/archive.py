@@ -23,11 +23,11 @@ variable-length run keeps its own: the collector evaluates it by length). Its re
 kept, and the same command makes it again, bit for bit on the same machine.
 
 A sweep put with `--final` (an experiment whose runs end at a fixed budget, not to be continued:
-conf/experiment/recall.yaml, selection.yaml, claims.yaml, and every_memory.yaml, whose CPU limit of
-5 epochs a larger limit would rerun from the start on a GPU or SLURM) keeps the checkpoint of no finished run (solved,
-at its limit or diverged), only of those cut off (interrupted or failed), which its command
-resumes; its archived copy holds FINAL_MARK, so the rule stays with the sweep when it is put
-again after `get`.
+conf/experiment/recall.yaml, selection.yaml, claims.yaml, and every_memory.yaml, whose CPU limit
+of 5 epochs a larger limit would rerun from the start on a GPU or SLURM) keeps the checkpoint of
+no finished run (solved, at its limit or diverged), only of those cut off (interrupted or failed),
+which its command resumes; its archived copy holds FINAL_MARK, so the rule stays with the sweep
+when it is put again after `get`.
 
     python -m longterm.store.archive put --final outputs/recall
 
