@@ -4,6 +4,7 @@ state size on multi-query associative recall (conf/experiment/recall.yaml).
     python -m longterm.experiments.recall_runs          # the sweep's commands
     python -m longterm.experiments.recall_runs --run    # run them: two processes, one thread
     python -m longterm.experiments.recall_runs --settings 128:8 --models hyena mamba --dims 32
+    python -m longterm.experiments.recall_runs --run --models deltanet gla --seeds 2 3  # close
     python -m longterm.experiments.recall_runs --run --launcher slurm --settings 64:4 128:8 \
         256:16 --dims 64 128 256 512              # zoology's Figure 2 grid, on a cluster
     python -m longterm.analysis.recall outputs/recall --out docs/recall.md
@@ -36,17 +37,20 @@ MODELS = (
     *("lstm", "rnn", "linear_memory", "all_attention", "feedback"),
 )
 LRS = ("3e-3", "1e-3")  # the leader first
-SEEDS = ("1",)
+SEEDS = (1,)  # more where points are close (--seeds)
 SWEEP_ROOT = "outputs/recall"
 STREAMS = 2
 
 
-def race(model: str, dim: int, T0: int, kv: int, launcher: str = "local") -> str:
+def race(
+    model: str, dim: int, T0: int, kv: int, launcher: str = "local", seeds: tuple[int, ...] = SEEDS
+) -> str:
     """One race's command line (`launcher`: lr_race's, `slurm` for a cluster)."""
     command = [
         *("python", "-m", "longterm.experiments.lr_race"),
         *("--sweep-dir", f"{SWEEP_ROOT}/{model}_d{dim}_T{T0}", "--T0", str(T0)),
-        *("--tasks", "mqar", "--pools", "per_step", "--seeds", *SEEDS, "--lrs", *LRS),
+        *("--tasks", "mqar", "--pools", "per_step", "--seeds", *map(str, seeds)),
+        *("--lrs", *LRS),
         *("--launcher", launcher, "--", "experiment=recall", f"model={model}"),
         *(f"model.dim={dim}", f"task.params.kv_pairs={kv}"),
     ]
@@ -60,6 +64,7 @@ def streams(
     dims: tuple[int, ...] = DIMS,
     models: tuple[str, ...] = MODELS,
     launcher: str = "local",
+    seeds: tuple[int, ...] = SEEDS,
 ) -> list[list[str]]:
     """Each stream's races, settings first, then widths, then models (the module's docstring says
     which stream takes which race)."""
@@ -67,7 +72,7 @@ def streams(
     for i, (T0, kv) in enumerate(settings):
         for k, dim in enumerate(dims):
             for j, model in enumerate(models):
-                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv, launcher))
+                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv, launcher, seeds))
     return out
 
 
@@ -86,11 +91,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
     p.add_argument("--dims", type=int, nargs="+", default=DIMS)
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
     p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
     )
     args = p.parse_args(argv)
-    chosen = streams(tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher)
+    chosen = streams(
+        tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
+    )
     if args.run:
         from longterm.experiments.claim_runs import run_streams  # loads torch: only to run
 
