@@ -205,6 +205,7 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
         assert (T0, kv) in SETTINGS and args["experiment"] == "recall"
         assert args.get("model.attn_span") == (str(T0) if model in ATTENTION else None)
         assert r[r.index("--lrs") + 1 : r.index("--launcher")] == ["3e-3", "1e-3"]
+        assert r[r.index("--seeds") + 1 : r.index("--lrs")] == ["1"]
         seen.add((model, width, T0))
     assert len(seen) == 66
     for stream in chosen:  # each stream: every model at every setting, half the wide runs
@@ -215,6 +216,16 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
         assert len(cells) == len(MODELS) * len(SETTINGS)
         wide = sum(f"model.dim={max(DIMS)}" in r for r in races)
         assert abs(wide - len(races) / 2) <= 1
+
+
+def test_more_seeds_for_chosen_points_go_to_the_same_races():
+    """`--seeds 2 3` (more seeds where points are close): the same sweep directories, so the
+    page reads every seed of a point together."""
+    more = [shlex.split(c) for s in streams(models=("gla",), seeds=(2, 3)) for c in s]
+    one = [shlex.split(c) for s in streams(models=("gla",)) for c in s]
+    assert [r[r.index("--seeds") + 1 : r.index("--lrs")] for r in more] == [["2", "3"]] * 6
+    dirs = sorted(r[r.index("--sweep-dir") + 1] for r in more)
+    assert dirs == sorted(r[r.index("--sweep-dir") + 1] for r in one)
 
 
 @pytest.mark.slow
