@@ -387,3 +387,23 @@ def test_a_resumed_run_counts_only_the_epochs_of_its_last_process():
     record = {"epochs": 20, "updates": 20_000, "resumed_at_update": 3_000}
     assert epochs_trained(record) == 17
     assert epochs_trained({**record, "resumed_at_update": None}) == 20
+
+
+def test_the_sweeps_page_adds_the_time_of_a_resumed_runs_earlier_processes():
+    runs = pd.DataFrame(
+        {
+            "epochs": [5, 5, 5],
+            "epochs_trained": [2, 4, 5],
+            "resumed_at_update": [3_000, 1_000, None],
+            "earlier_wall_time_s": [600.0, None, None],  # the second resumed before it was kept
+        }
+    )
+    (line,) = provenance.resumed_line(runs)
+    assert line == (
+        "- resumed from a checkpoint: 2 runs (after 3, 1 epochs); a wall time counts only the "
+        "process that finished the run; the processes before it: 10.0 min more (1 of the 2 runs "
+        "record them)"
+    )
+    assert provenance.resumed_line(runs.drop(columns="earlier_wall_time_s")) == [
+        line.split("; the processes")[0]
+    ]

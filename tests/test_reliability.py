@@ -92,6 +92,7 @@ def test_a_run_killed_mid_epoch_resumes_to_the_same_result(tmp_path, uninterrupt
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from" in (tmp_path / "train.log").read_text()
     assert read_json(tmp_path / "result.json")["resumed_at_update"] == 100
+    assert read_json(tmp_path / "result.json")["earlier_wall_time_s"] is None  # none recorded
     assert metrics(tmp_path) == metrics(uninterrupted)
     assert metrics(tmp_path)["updates"] == 200
     assert scalars(tmp_path) == scalars(uninterrupted)  # one continuous curve in the same run
@@ -116,6 +117,8 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
     assert resumed.returncode == 0, resumed.stderr
     assert metrics(tmp_path) == metrics(uninterrupted)
     assert sessions(tmp_path) == (1, 1)
+    # the time of the stopped process is kept beside the last one's
+    assert read_json(tmp_path / "result.json")["earlier_wall_time_s"] == stopped["wall_time_s"]
 
 
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):
@@ -128,6 +131,7 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
     continued = train_py(*LONGER, f"hydra.run.dir={two}")
     assert continued.returncode == 0, continued.stderr
     assert read_json(two / "result.json")["resumed_at_update"] == 100
+    assert read_json(two / "result.json")["earlier_wall_time_s"] is None  # `one` keeps its own
     assert metrics(two) == metrics(uninterrupted)
     assert scalars(two) == scalars(uninterrupted)
     assert sessions(one) == sessions(two) == (1, 1)  # the copied records replaced, not added to
@@ -308,6 +312,7 @@ def test_a_checkpoint_of_lightnings_automatic_update_resumes_at_its_step(tmp_pat
     continued = train_py(*LONGER, f"hydra.run.dir={two}")
     assert continued.returncode == 0, continued.stderr
     assert read_json(two / "result.json")["resumed_at_update"] == 100
+    assert read_json(two / "result.json")["earlier_wall_time_s"] is None  # `one` keeps its own
     assert (
         read_json(two / "result.json")["updates"]
         == read_json(uninterrupted / "result.json")["updates"]

@@ -88,10 +88,17 @@ def resumed_line(runs: pd.DataFrame) -> list[str]:
     resumed = runs[runs.resumed_at_update.notna()]
     if resumed.empty:
         return []
+    earlier = resumed.earlier_wall_time_s.dropna() if "earlier_wall_time_s" in resumed else []
     return [
         f"- resumed from a checkpoint: {len(resumed)} runs (after "
         + ", ".join(f"{e:g}" for e in (resumed.epochs - resumed.epochs_trained))
         + " epochs); a wall time counts only the process that finished the run"
+        + (
+            f"; the processes before it: {sum(earlier) / 60:.1f} min more "
+            f"({len(earlier)} of the {len(resumed)} runs record them)"
+            if len(earlier)
+            else ""
+        )
     ]
 
 

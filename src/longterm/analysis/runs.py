@@ -49,6 +49,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "history": r["val_acc_history"],
         "wall_time_s": r["wall_time_s"],
         "resumed_at_update": r.get("resumed_at_update"),
+        "earlier_wall_time_s": r.get("earlier_wall_time_s"),  # absent before it was recorded
         "epochs_trained": epochs_trained(r),
         "started_at": r.get("started_at"),
         "finished_at": r.get("finished_at"),

@@ -6,12 +6,15 @@ result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_S
 `failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
 `best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
-`epochs`, `updates`, `resumed_at_update`, `n_params`, `state_size`, `git_commit`, `machine`,
-`process`, `run_dir`, `config`, `started_at`, `finished_at`, `wall_time_s`, and `error` for a
-stopped run. `state_size` is the numbers the model carries per sequence at inference after as
-many steps as its training batches are wide (`measured`; null for a model with no step form). A
-finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and `eval_sequences`
-(training/eval_lengths.py).
+`epochs`, `updates`, `resumed_at_update`, `earlier_wall_time_s`, `n_params`, `state_size`,
+`git_commit`, `machine`, `process`, `run_dir`, `config`, `started_at`, `finished_at`,
+`wall_time_s`, and `error` for a stopped run. `state_size` is the numbers the model carries per
+sequence at inference after as many steps as its training batches are wide (`measured`; null for
+a model with no step form). A resumed run's `wall_time_s` is its last process's, and
+`earlier_wall_time_s` what the processes before it recorded in the same directory (null for a run
+not resumed, or continued into a new directory by store/continue_run; a process killed outright
+records none). A finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and
+`eval_sequences` (training/eval_lengths.py).
 """
 
 import logging
@@ -33,6 +36,7 @@ from longterm.store.records import (
     machine,
     now,
     process,
+    read_result,
     write_result,
 )
 from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
@@ -117,6 +121,16 @@ def settle(cfg: DictConfig) -> None:
     ignore_signal(OmegaConf.select(cfg, "callbacks.defer_requeue_signal.signal", default="SIGUSR2"))
 
 
+def earlier_seconds(run_dir: Path) -> float | None:
+    """The wall time that the processes before this one recorded for the run in `run_dir`
+    (their last record's own and earlier ones); None where none was recorded."""
+    if not (run_dir / RESULT_FILE).exists():
+        return None
+    before = read_result(run_dir)
+    known = [before.get(k) for k in ("earlier_wall_time_s", "wall_time_s") if before.get(k)]
+    return sum(known) if known else None
+
+
 def open_record(
     cfg: DictConfig,
     module: MemoryTaskModule,
@@ -135,6 +149,7 @@ def open_record(
         **params,
         "status": "failed",
         "resumed_at_update": resumed_at,
+        "earlier_wall_time_s": earlier_seconds(run_dir) if ckpt is not None else None,
         **sizes,
         "git_commit": git_commit(),
         "machine": machine(),
