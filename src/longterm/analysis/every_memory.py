@@ -153,13 +153,13 @@ def listing(T0s: list[int]) -> str:
     return f"T0 = {text}"
 
 
-def seeded(what: str, cells: list[tuple[int, int]], most: int) -> list[str]:
-    """`what` at the lengths of `cells` ((T0, seeds run) pairs), those with fewer seeds than
-    `most` said apart with their count: ["every seed at T0 = 50 (1 of 3 seeds run)"]."""
-    counts = sorted({n for _, n in cells}, reverse=True)
+def seeded(what: str, lengths: list[tuple[int, int]], most: int) -> list[str]:
+    """`what` at `lengths` ((T0, seeds run) pairs), those with fewer seeds than `most` said apart
+    with their count: ["every seed at T0 = 50 (1 of 3 seeds run)"]."""
+    counts = sorted({n for _, n in lengths}, reverse=True)
     said = []
     for n in counts:
-        at = listing([t for t, m in cells if m == n])
+        at = listing([t for t, m in lengths if m == n])
         said.append(f"{what} at {at}" + (f" ({n} of {most} seeds run)" if n < most else ""))
     return said
 
