@@ -13,9 +13,13 @@
 //     dA += λ_t ⊙ x_{t-1} ⊙ exp(Δ_t A) Δ_t;   dΔ_t = Σ_n [λ_t x_{t-1} exp(Δ_t A) A + λ_t B_t u_t]
 //     du_t = Σ_n λ_t Δ_t B_t + D gy_t;  dB_t = Σ_e λ_t Δ_t u_t;  dC_t = Σ_e gy_t x_t;  dD += gy_t u_t
 //
+// The recompute keeps each step's decay exp(Δ_t A) for the adjoint, so the backward pass takes
+// one exp per element and step, as the forward pass does.
+//
 // Memory: the chunk starts (B, T / L + 1, N, E) beside the (B, T, E) inputs, and per thread one
-// chunk of states ((L + 1) N E); no (B, T, E, N) tensor. The loops run over the channels e, VL at
-// a time (vector registers), so no sum is horizontal but the ones over e for dB and dC.
+// chunk of states ((L + 1) N E) and of decays (L N E); no (B, T, E, N) tensor. The loops run
+// over the channels e, VL at a time (vector registers), so no sum is horizontal but the ones
+// over e for dB and dC.
 //
 // Sizes N (d_state), E (channels, a multiple of the vector length: the caller pads) and REAL
 // (float or double) are set by the build (-DN=... -DE=... -DREAL=...). Shapes, per batch:
@@ -106,6 +110,21 @@ static inline void step(vec (*x)[EV], const vec* dt, const vec* uu, const REAL* 
   }
 }
 
+// The backward pass's recompute of a step: x = exp(Δ A) before + Δ B u, as `step` computes it
+// (bit for bit), without the output, keeping the decays exp(Δ A) for the adjoint (decay, (N, EV)).
+static inline void restep(const vec (*__restrict__ before)[EV], vec (*__restrict__ x)[EV],
+                          const vec* dt, const vec* uu, const REAL* Bt, const vec (*A)[EV],
+                          vec (*__restrict__ decay)[EV]) {
+  for (int n = 0; n < N; n++) {
+    REAL b = Bt[n];
+    for (int j = 0; j < EV; j++) {
+      vec a = exp_(dt[j] * A[n][j]);
+      x[n][j] = a * before[n][j] + dt[j] * uu[j] * b;
+      decay[n][j] = a;
+    }
+  }
+}
+
 // One sequence of the forward pass: y (T, E) and the chunk starts chk (K + 1, N, E).
 static void forward_one(int64_t T, const REAL* u, const REAL* delta, const vec (*A)[EV],
                         const REAL* Bm, const REAL* Cm, const vec* Dv, vec (*x)[EV], REAL* y,
@@ -127,19 +146,19 @@ static void forward_one(int64_t T, const REAL* u, const REAL* delta, const vec (
 // exp(Δ_{t+1} A) λ_{t+1}.
 static void backward_one(int64_t T, const REAL* gy, const REAL* u, const REAL* delta,
                          const vec (*A)[EV], const REAL* Bm, const REAL* Cm, const vec* Dv,
-                         const REAL* chk, vec (*X)[N][EV], vec (*G)[EV], vec (*dA)[EV],
+                         const REAL* chk, vec (*X)[N][EV], vec (*Ea)[N][EV], vec (*G)[EV],
+                         vec (*dA)[EV],
                          REAL* du, REAL* ddelta, REAL* dB, REAL* dC, REAL* dD) {
   std::memset(G, 0, sizeof(vec) * N * EV);
   std::memset(dA, 0, sizeof(vec) * N * EV);
-  vec dD_sum[EV] = {}, dt[EV], uu[EV], g[EV], out[EV];
+  vec dD_sum[EV] = {}, dt[EV], uu[EV], g[EV];
   for (int64_t k = (T + L - 1) / L - 1; k >= 0; k--) {
     int64_t t0 = k * L, len = T - t0 < L ? T - t0 : L;
     std::memcpy(X[0], chk + k * N * E, sizeof(vec) * N * EV);
     for (int64_t s = 0; s < len; s++) {  // the chunk's states again, X[s + 1] = x_{t0 + s}
-      std::memcpy(X[s + 1], X[s], sizeof(vec) * N * EV);
       load(dt, delta + (t0 + s) * E);
       load(uu, u + (t0 + s) * E);
-      step(X[s + 1], dt, uu, Bm + (t0 + s) * N, Cm + (t0 + s) * N, A, Dv, out);
+      restep(X[s], X[s + 1], dt, uu, Bm + (t0 + s) * N, A, Ea[s]);
     }
     for (int64_t s = len - 1; s >= 0; s--) {
       int64_t t = t0 + s;
@@ -156,7 +175,7 @@ static void backward_one(int64_t T, const REAL* gy, const REAL* u, const REAL* d
         vec sb = {}, sc = {};
         for (int j = 0; j < EV; j++) {
           vec lam = g[j] * c + G[n][j];
-          vec a = exp_(dt[j] * A[n][j]);
+          vec a = Ea[s][n][j];
           vec dz = lam * X[s][n][j] * a;  // dL/d(Δ A)
           sc += g[j] * X[s + 1][n][j];
           sb += lam * dt[j] * uu[j];
@@ -209,12 +228,14 @@ extern "C" void backward(int64_t B, int64_t T, const REAL* gy, const REAL* u, co
 #pragma omp parallel num_threads(threads)
   {
     auto X = std::make_unique<vec[][N][EV]>(L + 1);
+    auto Ea = std::make_unique<vec[][N][EV]>(L);
     auto G = std::make_unique<vec[][EV]>(N);
     auto dAs = std::make_unique<vec[][EV]>(N);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < B; i++) {
       backward_one(T, gy + i * T * E, u + i * T * E, delta + i * T * E, Av, Bm + i * T * N,
-                   Cm + i * T * N, Dv, chk + i * K1 * N * E, X.get(), G.get(), dAs.get(),
+                   Cm + i * T * N, Dv, chk + i * K1 * N * E, X.get(), Ea.get(), G.get(),
+                   dAs.get(),
                    du + i * T * E, ddelta + i * T * E, dB + i * T * N, dC + i * T * N,
                    dD + i * E);
       std::memcpy(dA + i * N * E, dAs.get(), sizeof(vec) * N * EV);
