@@ -102,7 +102,9 @@ class S4DMixer(nn.Module):
     def forward(self, u: Tensor) -> Tensor:
         _, B_bar, dtA = self.discrete()
         K = vandermonde_kernel(torch.view_as_complex(self.C) * B_bar, dtA, u.shape[1])
-        y = causal_fft_conv(u.transpose(1, 2), K).transpose(1, 2)  # (B, T, D)
+        # (B, T, D) in memory again: over a transposed tensor, GELU's backward pass takes a
+        # non-vectorised path on the CPU that costs more than this copy.
+        y = causal_fft_conv(u.transpose(1, 2), K).transpose(1, 2).contiguous()
         return self.output(y + self.D * u)
 
     def step(self, u_t: Tensor, x: Tensor | None) -> tuple[Tensor, Tensor]:
