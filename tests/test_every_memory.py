@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import CONF, ROOT, forked
 from omegaconf import OmegaConf
 
@@ -15,6 +16,7 @@ from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
 from longterm.config.command_line import check
 from longterm.experiments import lr_race
 from longterm.experiments.every_memory_runs import LRS, SETTING, STREAMS, plan
+from longterm.experiments.streams import run_at_once
 from longterm.store.archive import put
 
 TASKS = ("addition", "multiplication")
@@ -43,6 +45,31 @@ def test_the_plan_races_each_memory_at_its_cpu_lengths_in_two_streams():
     (only,) = plan(["lstm", "attention"], [500], (1,))
     (race,) = races([only])
     assert (race.sweep_dir, race.T0, race.seeds) == (str(SWEEP_ROOT / "lstm"), [500], [1])
+
+
+def test_under_slurm_one_list_by_length_then_table_order():
+    """`--launcher slurm`: every race in one list, the short lengths first, then the table's
+    order; each race sends its jobs to SLURM."""
+    (listed,) = plan(["gla", "lstm", "feedback", "attention"], [500, 100], (1,), "slurm")
+    order = [(Path(a.sweep_dir).name, a.T0, a.launcher) for a in races([listed])]
+    assert order == [(m, [T0], "slurm") for T0 in (100, 500) for m in ("lstm", "feedback", "gla")]
+
+
+def test_commands_at_once_run_no_more_than_asked_and_all_despite_a_failure(tmp_path: Path):
+    """streams.run_at_once: every command runs, never more than `at_once` at the same time, and a
+    failure is reported after the others have run."""
+    count = (
+        "import os, sys, time; d = sys.argv[1]; mine = os.path.join(d, sys.argv[2]); "
+        "open(mine, 'w').close(); n = len([f for f in os.listdir(d) if f.startswith('r')]); "
+        "open(os.path.join(d, 'seen' + sys.argv[2]), 'w').write(str(n)); time.sleep(0.2); "
+        "os.remove(mine); sys.exit(sys.argv[2] == 'r3')"
+    )
+    commands = [f"python -c {shlex.quote(count)} {tmp_path} r{i}" for i in range(6)]
+    with pytest.raises(SystemExit) as stopped:
+        run_at_once(commands, at_once=2)
+    assert "1 of 6 commands failed" in str(stopped.value) and "r3" in str(stopped.value)
+    seen = [int((tmp_path / f"seenr{i}").read_text()) for i in range(6)]
+    assert all(1 <= n <= 2 for n in seen)  # every command ran, at most 2 at once
 
 
 def test_the_experiments_sweep_directory_is_the_planners():

@@ -218,6 +218,17 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
         assert abs(wide - len(races) / 2) <= 1
 
 
+def test_under_slurm_the_same_races_in_one_list_by_setting():
+    """`--launcher slurm`: the 66 races of the two streams, in one list, the settings in order,
+    each sending its jobs to SLURM (streams.run starts them `--races` at a time)."""
+    (listed,) = streams(launcher="slurm")
+    races = [shlex.split(c) for c in listed]
+    on_cpu = [c.replace("--launcher local", "--launcher slurm") for s in streams() for c in s]
+    assert sorted(listed) == sorted(on_cpu)
+    T0s = [int(r[r.index("--T0") + 1]) for r in races]
+    assert T0s == sorted(T0s) and {r[r.index("--launcher") + 1] for r in races} == {"slurm"}
+
+
 def test_more_seeds_for_chosen_points_go_to_the_same_races():
     """`--seeds 2 3` (more seeds where points are close): the same sweep directories, so the
     page reads every seed of a point together."""

@@ -6,6 +6,7 @@ end, however the tests went. The first test needs no cluster and runs by default
 signal after the run has finished is ignored."""
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -270,3 +271,50 @@ def test_a_cluster_without_accounting_is_pointed_out(cluster, tmp_path, monkeypa
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("warning: launcher=slurm: sacct cannot report job states here")
     assert "Slurm accounting storage is disabled" in line
+
+
+def with_values(argv: list[str], option: str, *values: str) -> list[str]:
+    """argv with `option`'s values replaced by `values` (up to the next option or `--`)."""
+    at = argv.index(option) + 1
+    end = next((i for i in range(at, len(argv)) if argv[i].startswith("--")), len(argv))
+    return [*argv[:at], *values, *argv[end:]]
+
+
+@pytest.mark.slurm
+def test_an_experiments_race_runs_on_the_cluster(cluster, tmp_path):
+    """The every_memory planner's race command with `--launcher slurm` (its commands for a
+    cluster, docs/slurm.md), cut to a few updates: the leader's stage and then the rivals' go to
+    SLURM as jobs, every run ends final, the rivals run no further than the race allows, and the
+    page reads the race."""
+    from longterm.analysis.every_memory import main as every_memory_page
+    from longterm.experiments.every_memory_runs import LRS, race_command
+
+    sweep_dir = tmp_path / "every_memory" / "transformer"
+    argv = shlex.split(race_command("transformer", 50, (1,), launcher="slurm"))[1:]
+    argv = with_values(argv, "--sweep-dir", str(sweep_dir))
+    argv = with_values(argv, "--max-epochs", "2")
+    argv += [*SLURM[1:], *quick("data.batches_per_epoch=20", drop=("trainer.max_epochs",))]
+    began = time.monotonic()
+    race = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, **cluster.env},
+    )  # fmt: skip
+    assert race.returncode == 0, race.stdout[-3000:] + race.stderr[-3000:]
+    jobs = sorted(p.name for p in (sweep_dir / ".submitit").iterdir() if p.is_dir())
+    print(f"[slurm] race finished in {time.monotonic() - began:.0f} s: SLURM jobs {jobs}")
+
+    results = [read_json(p) for p in sweep_dir.glob("*/result.json")]
+    leader, *rivals = LRS["transformer"]
+    assert sorted((r["task"], r["lr"]) for r in results) == sorted(
+        (task, lr) for task in ("addition", "multiplication") for lr in (leader, *rivals)
+    )
+    assert {r["status"] for r in results} <= set(FINAL_STATUSES)
+    assert len(jobs) >= 2  # the leader's stage, then the rivals'
+    for task in ("addition", "multiplication"):
+        (led,) = (r for r in results if r["task"] == task and r["lr"] == leader)
+        allowed = led["epochs"] if led["status"] == "solved" else 2
+        assert all(r["epochs"] <= allowed for r in results if r["task"] == task)
+    out = tmp_path / "every_memory.md"
+    every_memory_page([str(tmp_path / "every_memory"), "--out", str(out)])
+    row = next(x for x in out.read_text().splitlines() if x.startswith("| transformer |"))
+    assert "not run" not in row.split("|")[5]  # the T0 = 50 cell

@@ -24,16 +24,14 @@ with `--time`, times the updates of every job, split over two processes (STREAMS
 
 import argparse
 import math
-import os
 import shlex
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import torch
 from hydra import compose, initialize_config_dir
 
+from longterm.experiments.streams import run_streams, show
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
@@ -199,20 +197,6 @@ def time_kinds(updates: int) -> None:
         print(f"  {name:32s} {seconds_per_update(overrides, updates):.4f}", flush=True)
 
 
-def run_streams(streams: list[list[str]] | None = None) -> None:
-    """Every stream's commands in order (`python ...` command lines; by default the claims', and
-    the recall sweep's from experiments.recall_runs), the streams side by side, one thread each."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    root = TRAIN_PY.parents[1]
-    here = shlex.quote(sys.executable)  # this interpreter, not whichever `python` is on PATH
-    streams = commands() if streams is None else streams
-    scripts = [" && ".join(c.replace("python", here, 1) for c in stream) for stream in streams]
-    procs = [subprocess.Popen(["bash", "-c", s], cwd=root, env=env) for s in scripts]
-    codes = [p.wait() for p in procs]
-    if any(codes):
-        sys.exit(f"error: a stream failed (exit codes {codes})")
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="store_true", help="run the sweep")
@@ -227,11 +211,9 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(1)
         time_kinds(args.time)
     elif args.run:
-        run_streams()
+        run_streams(commands())
     else:
-        for i, stream in enumerate(commands(), 1):
-            print(f"# process {i} (OMP_NUM_THREADS=1)")
-            print("\n".join(shlex.join(shlex.split(c)) for c in stream))
+        show([[shlex.join(shlex.split(c)) for c in stream] for stream in commands()])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ the budget).
     python -m longterm.experiments.every_memory_runs --run          # run them: two streams
     python -m longterm.experiments.every_memory_runs --models lstm gla --T0 50 --seeds 1
     python -m longterm.experiments.every_memory_runs --time 5 --T0 50 100   # seconds per update
+    python -m longterm.experiments.every_memory_runs --run --launcher slurm --T0 500 1000 \
+        --races 16 -- launcher.partition=gpu launcher.gpus=1     # 16 races at once on a cluster
     python -m longterm.analysis.every_memory runs/every_memory runs/table1 runs/table1_long \\
         --out docs/every_memory.md
 
@@ -15,7 +17,8 @@ the paper's grid capped at the leader's epochs) in `outputs/every_memory/<model>
 per T0 covering both tasks and the seeds; a rerun fills in only what is missing (a stream stops
 at a race with a failed job: run again, it resumes). Without --T0, a
 memory runs at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); the
-longer ones are for a GPU (`trainer.accelerator=auto` takes it) or SLURM (`--launcher slurm`).
+longer ones are for a GPU (`trainer.accelerator=auto` takes it) or SLURM (`--launcher slurm`:
+`--run` then starts the races `--races` at a time, in one list by T0, experiments/streams.py).
 The paper's network with attention and mean pooling is not run again: its rows are the archived
 Table 1 runs (runs/table1, runs/table1_long), which the page reads.
 """
@@ -29,8 +32,9 @@ from omegaconf import OmegaConf
 
 from longterm.analysis.every_memory import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
 from longterm.analysis.published import LEARNING_RATES
-from longterm.experiments.claim_runs import run_streams, seconds_per_update
+from longterm.experiments.claim_runs import seconds_per_update
 from longterm.experiments.lr_race import CONFIG_DIR, LEADER
+from longterm.experiments.streams import OVERRIDES_HELP, RACES_AT_ONCE, extended, run, show
 
 EXPERIMENT = "every_memory"
 SETTING = OmegaConf.load(CONFIG_DIR / "experiment" / f"{EXPERIMENT}.yaml")
@@ -80,8 +84,10 @@ def plan(
 ) -> list[list[str]]:
     """Each stream's race commands for `memories` (the archived ones left out), by T0 then in
     the stream's order, so that the short lengths finish first; without `T0s`, each memory's
-    lengths on a 2-core CPU (CPU_T0S). A stream with no command is left out."""
-    chosen = [[m for m in stream if m in memories] for stream in STREAMS]
+    lengths on a 2-core CPU (CPU_T0S). A stream with no command is left out. Under `--launcher
+    slurm`, one stream by T0 then in table order (the races run many at once, streams.run)."""
+    groups = STREAMS if launcher != "slurm" else [[m for m in MEMORIES if m not in ARCHIVED]]
+    chosen = [[m for m in group if m in memories] for group in groups]
     lengths = sorted({T for m in memories for T in (T0s or CPU_T0S.get(m, ()))})
     commands = [
         [
@@ -129,6 +135,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--launcher", default="parallel", help="each race's: parallel (one job, one thread), slurm"
     )
+    p.add_argument(
+        "--races", type=int, help=f"with --launcher slurm: races at once (default {RACES_AT_ONCE})"
+    )
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     return p.parse_args(argv)
 
 
@@ -139,15 +149,13 @@ def main(argv: list[str] | None = None) -> None:
         cpu = sorted({T for m in args.models for T in CPU_T0S.get(m, ())})
         time_memories(args.models, args.T0 or cpu, args.time)
         return
-    streams = plan(args.models, args.T0, tuple(args.seeds), args.launcher)
+    streams = extended(plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides)
     if args.run:
-        run_streams(streams)
+        run(streams, args.launcher, args.races)
         return
     for memory in sorted(set(args.models) & set(ARCHIVED)):
         print(f"# {memory}: the archived Table 1 runs (runs/table1, runs/table1_long)")
-    for i, stream in enumerate(streams, 1):
-        print(f"# process {i} (OMP_NUM_THREADS=1)")
-        print("\n".join(stream))
+    show(streams, args.launcher, args.races)
 
 
 if __name__ == "__main__":

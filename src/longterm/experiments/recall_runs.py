@@ -20,13 +20,15 @@ The races run as two streams, one process of one thread each, side by side. A se
 model's widths go to different streams, the wider one alternating between the streams from one
 model to the next and from one setting to the next, so each stream trains every model at every
 setting about once and about half of the wider runs: two streams of about equal cost whatever
-each model costs.
+each model costs. With `--launcher slurm`, `--run` starts the same races `--races` at a time
+(default 8; experiments/streams.py), each waiting for its jobs on the cluster.
 """
 
 import argparse
 import shlex
 
 from longterm.analysis.recall_checks import ATTENTION
+from longterm.experiments.streams import OVERRIDES_HELP, RACES_AT_ONCE, extended, run, show
 
 # (T0, key-value pairs): zoology's two shortest, and T0 = 32 below its grid (its ratio of a pair
 # per 16 steps), the lengths at which attention learns MQAR within the CPU's 2,000 updates
@@ -67,12 +69,13 @@ def streams(
     seeds: tuple[int, ...] = SEEDS,
 ) -> list[list[str]]:
     """Each stream's races, settings first, then widths, then models (the module's docstring says
-    which stream takes which race)."""
-    out: list[list[str]] = [[] for _ in range(STREAMS)]
+    which stream takes which race); under `--launcher slurm` one list in that order."""
+    count = 1 if launcher == "slurm" else STREAMS
+    out: list[list[str]] = [[] for _ in range(count)]
     for i, (T0, kv) in enumerate(settings):
         for k, dim in enumerate(dims):
             for j, model in enumerate(models):
-                out[(i + j + k) % STREAMS].append(race(model, dim, T0, kv, launcher, seeds))
+                out[(i + j + k) % count].append(race(model, dim, T0, kv, launcher, seeds))
     return out
 
 
@@ -95,18 +98,19 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
     )
+    p.add_argument(
+        "--races", type=int, help=f"with --launcher slurm: races at once (default {RACES_AT_ONCE})"
+    )
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     args = p.parse_args(argv)
     chosen = streams(
         tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
     )
+    chosen = extended(chosen, args.overrides)
     if args.run:
-        from longterm.experiments.claim_runs import run_streams  # loads torch: only to run
-
-        run_streams([s for s in chosen if s])
+        run([s for s in chosen if s], args.launcher, args.races)
     else:
-        for i, stream in enumerate(chosen, 1):
-            print(f"# process {i} (OMP_NUM_THREADS=1)")
-            print("\n".join(stream))
+        show([s for s in chosen if s], args.launcher, args.races)
 
 
 if __name__ == "__main__":
