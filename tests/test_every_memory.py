@@ -16,6 +16,7 @@ from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
 from longterm.config.command_line import check
 from longterm.experiments import lr_race
 from longterm.experiments.every_memory_runs import LRS, SETTING, STREAMS, plan
+from longterm.experiments.every_memory_runs import main as main_runs
 from longterm.experiments.streams import run_at_once
 from longterm.store.archive import put
 
@@ -53,6 +54,23 @@ def test_under_slurm_one_list_by_length_then_table_order():
     (listed,) = plan(["gla", "lstm", "feedback", "attention"], [500, 100], (1,), "slurm")
     order = [(Path(a.sweep_dir).name, a.T0, a.launcher) for a in races([listed])]
     assert order == [(m, [T0], "slurm") for T0 in (100, 500) for m in ("lstm", "feedback", "gla")]
+
+
+def test_every_jobs_overrides_are_checked_before_any_race(capsys):
+    """Overrides after `--` go to every job after the planner's own, and a bad one stops the
+    planner with one line before it prints or runs a race."""
+    main_runs(["--models", "gla", "--T0", "500", "--seeds", "1", "--launcher", "slurm", "--",
+               "launcher.partition=gpu"])  # fmt: skip
+    (race,) = [c for c in capsys.readouterr().out.splitlines() if not c.startswith("#")]
+    assert race.endswith("model=gla launcher.partition=gpu")
+    for bad, said in [
+        ("model.dim=x", "error: model.dim='x' is invalid: Input should be a valid integer"),
+        ("launcher.partiton=gpu", "error: Could not override 'launcher.partiton'"),
+    ]:
+        with pytest.raises(SystemExit) as stopped:
+            main_runs(["--models", "gla", "--launcher", "slurm", "--", bad])
+        assert str(stopped.value).startswith(said) and "\n" not in str(stopped.value)
+        assert capsys.readouterr().out == ""
 
 
 def test_commands_at_once_run_no_more_than_asked_and_all_despite_a_failure(tmp_path: Path):

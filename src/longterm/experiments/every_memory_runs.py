@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 from longterm.analysis.every_memory import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
 from longterm.analysis.published import LEARNING_RATES
 from longterm.experiments.claim_runs import seconds_per_update
-from longterm.experiments.lr_race import CONFIG_DIR, LEADER
+from longterm.experiments.lr_race import CONFIG_DIR, LEADER, check_command
 from longterm.experiments.streams import OVERRIDES_HELP, RACES_AT_ONCE, extended, run, show
 
 EXPERIMENT = "every_memory"
@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> None:
         time_memories(args.models, args.T0 or cpu, args.time)
         return
     streams = extended(plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides)
+    if streams:
+        check_command(streams[0][0])
     if args.run:
         run(streams, args.launcher, args.races)
         return

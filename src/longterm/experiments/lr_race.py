@@ -31,14 +31,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from hydra import compose
 from hydra.errors import HydraException
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm.analysis.published import LEARNING_RATES
-from longterm.config.command_line import composing, job_overrides
+from longterm.config.command_line import composing, explain, job_config, job_overrides
 from longterm.config.command_line import parse as parse_command_line
-from longterm.config.validate import ConfigError
+from longterm.config.validate import ConfigError, validate
 from longterm.store.records import RESULT_FILE, SWEEP_RECORD, append_record, now
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
@@ -109,14 +108,19 @@ def leader_conflict(
 
 
 def config_limit(launcher: str, overrides: list[str]) -> int:
-    """The epoch limit the race's jobs are composed with, as src/train.py composes the first of
-    them: an experiment's own (conf/experiment/recall.yaml: 8) or conf/trainer's."""
+    """The epoch limit the race's jobs are composed with, as src/train.py composes and checks the
+    first of them (ConfigError, one line): an experiment's own (conf/experiment/recall.yaml: 8)
+    or conf/trainer's."""
     line = parse_command_line(["-m", f"launcher={launcher}", *overrides])
     if line is None:
         raise ConfigError(f"{shlex.join(overrides)}: give src/train.py's overrides after --")
     with composing(CONFIG_DIR, line.config_dir):
         first = job_overrides(line.overrides, None)[0]
-        cfg = compose(line.config_name or "train", overrides=first)
+        try:
+            cfg = job_config(line.config_name or "train", first)
+        except (HydraException, OmegaConfBaseException) as e:
+            raise ConfigError(explain(e, first)) from None
+    validate(cfg)
     return int(cfg.trainer.max_epochs)
 
 
@@ -182,7 +186,7 @@ def record(sweep_dir: Path, entry: dict[str, Any]) -> None:
     append_record(sweep_dir / SWEEP_RECORD, entry)
 
 
-def parse(argv: list[str] | None = None) -> argparse.Namespace:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sweep-dir", required=True, help="one directory for every job of the race")
     p.add_argument("--T0", type=int, nargs="+", required=True)
@@ -212,16 +216,46 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "slurm, ...",
     )
     p.add_argument("overrides", nargs="*", help="more src/train.py overrides, after --")
+    return p
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = parser()
     args = p.parse_args(argv)
-    if any(o.startswith("trainer.max_epochs=") for o in args.overrides):
-        p.error("give the epoch limit as --max-epochs: the race sets trainer.max_epochs itself")
-    if any(o.startswith("launcher=") for o in args.overrides):
-        p.error("give the launcher as --launcher: the race sets launcher= itself")
     try:
-        args.default_limit = config_limit(args.launcher, args.overrides)
-    except (ConfigError, HydraException, OmegaConfBaseException) as e:
-        p.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        args.default_limit = checked_limit(args)
+    except RaceError as e:
+        p.error(str(e))
     return args
+
+
+def checked_limit(args: argparse.Namespace) -> int:
+    """config_limit of the race's first job (its leader's first cell and seed), or a RaceError
+    whose message is one line saying what is wrong with the race's overrides: ones the race sets
+    itself, or ones with which its jobs do not compose or check."""
+    overrides = args.overrides
+    if any(o.startswith("trainer.max_epochs=") for o in overrides):
+        raise RaceError(
+            "give the epoch limit as --max-epochs: the race sets trainer.max_epochs itself"
+        )
+    if any(o.startswith("launcher=") for o in overrides):
+        raise RaceError("give the launcher as --launcher: the race sets launcher= itself")
+    first = [f"task={args.tasks[0]}", f"pool={args.pools[0]}", f"T0={args.T0[0]}"]
+    first += [f"lr={args.lrs[0]}", f"seed={args.seeds[0]}"]
+    try:
+        return config_limit(args.launcher, [*first, *overrides])
+    except ConfigError as e:
+        raise RaceError(str(e)) from None
+
+
+def check_command(command: str) -> None:
+    """Exit with one line if the overrides of a race's command line (`python -m
+    longterm.experiments.lr_race ... -- overrides`, as the planners print them) do not compose:
+    the planners check their first race before running or printing any."""
+    try:
+        checked_limit(parser().parse_args(shlex.split(command)[3:]))
+    except RaceError as e:
+        sys.exit(f"error: {e}")
 
 
 def main(argv: list[str] | None = None, runner: Runner = run_process) -> int:

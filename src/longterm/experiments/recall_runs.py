@@ -106,11 +106,15 @@ def main(argv: list[str] | None = None) -> None:
     chosen = streams(
         tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
     )
-    chosen = extended(chosen, args.overrides)
+    chosen = [s for s in extended(chosen, args.overrides) if s]
+    if chosen:
+        from longterm.experiments.lr_race import check_command  # composes: only to check
+
+        check_command(chosen[0][0])
     if args.run:
-        run([s for s in chosen if s], args.launcher, args.races)
+        run(chosen, args.launcher, args.races)
     else:
-        show([s for s in chosen if s], args.launcher, args.races)
+        show(chosen, args.launcher, args.races)
 
 
 if __name__ == "__main__":
