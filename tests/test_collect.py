@@ -15,7 +15,7 @@ from longterm.analysis import provenance
 from longterm.analysis.collect import collect
 from longterm.analysis.evaluate import accuracy_by_batch
 from longterm.analysis.events import curve
-from longterm.analysis.provenance import launched_by, sweep_commands
+from longterm.analysis.provenance import distinct, launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
 from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
 from longterm.analysis.variable_length import by_length_markdown, variable_length
@@ -381,6 +381,14 @@ def test_jobs_from_before_the_command_record_keep_their_commands(tmp_path):
         "python src/train.py -m experiment=claims task=fixed_knowledge",
         recorded,
     ]
+
+
+def test_a_command_run_again_shows_once_with_its_count():
+    """A race rerun to resume or fill in (the same command line, invoked three times) is one
+    command on the pages, with how many times it ran; the others keep their order."""
+    race, other = "python -m longterm.experiments.lr_race --T0 50", "python src/train.py -m T0=100"
+    assert distinct([race, other, race, race]) == [f"{race}  # 3 invocations", other]
+    assert distinct([other]) == [other]
 
 
 def test_a_resumed_run_counts_only_the_epochs_of_its_last_process():

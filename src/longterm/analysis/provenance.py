@@ -7,6 +7,7 @@ the command is read from the sweep's `multirun.yaml` and each job's `.hydra/over
 import json
 import math
 import shlex
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -69,6 +70,13 @@ def sweep_commands(sweep: Path, jobs: Iterable[Path] = ()) -> list[str]:
             command = "python src/train.py -m " + " ".join([*own, *where])
             commands += [] if command in commands else [command]
     return commands
+
+
+def distinct(commands: list[str]) -> list[str]:
+    """Each command once, in the order first run, with how many times it was run where more
+    than once (a rerun of a race or sweep fills in what is missing, so reruns are common)."""
+    counts = Counter(commands)
+    return [c + (f"  # {counts[c]} invocations" if counts[c] > 1 else "") for c in counts]
 
 
 def command_line(entry: dict) -> str:
@@ -137,7 +145,7 @@ def sweeps_markdown(runs: pd.DataFrame) -> str:
         lines += [
             f"### {Path(sweep).name}",
             "",
-            *[f"    {c}" for c in sweep_commands(Path(sweep), g.run_dir)],
+            *[f"    {c}" for c in distinct(sweep_commands(Path(sweep), g.run_dir))],
             "",
             f"- runs: {len(g)} ({statuses})",
             f"- commits: {', '.join(sorted(g.commit.astype(str).unique()))}",

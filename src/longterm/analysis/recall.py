@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 
 from longterm.analysis.formats import pct  # noqa: E402
 from longterm.analysis.page_cli import page_cli  # noqa: E402
-from longterm.analysis.provenance import process_minutes, sweep_commands  # noqa: E402
+from longterm.analysis.provenance import distinct, process_minutes, sweep_commands  # noqa: E402
 from longterm.analysis.recall_checks import (  # noqa: E402
     ATTENTION,
     RULE,
@@ -181,7 +181,7 @@ def commands(runs: pd.DataFrame) -> str:
     runs, its multiruns' commands.json)."""
     lines = [SWEEP]
     for race, g in runs.groupby("race"):
-        lines += sweep_commands(Path(race), g.run_dir)
+        lines += distinct(sweep_commands(Path(race), g.run_dir))
     return "\n".join(lines)
 
 
