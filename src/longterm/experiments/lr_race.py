@@ -250,7 +250,7 @@ def checked_limit(args: argparse.Namespace) -> int:
 
 def check_command(command: str) -> None:
     """Exit with one line if the overrides of a race's command line (`python -m
-    longterm.experiments.lr_race ... -- overrides`, as the planners print them) do not compose:
+    longterm.experiments.lr_race ... -- overrides`, as the planners print them) do not check:
     the planners check their first race before running or printing any."""
     try:
         checked_limit(parser().parse_args(shlex.split(command)[3:]))
