@@ -14,9 +14,10 @@ import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]  # where `python src/train.py` runs
+from longterm.experiments.lr_race import TRAIN_PY
+
+ROOT = TRAIN_PY.parents[1]  # where `python src/train.py` runs
 # For a cluster: each race holds two waiting Pythons here (the race's and its sweep's, torch
 # imported), so the default stays small.
 RACES_AT_ONCE = 8
