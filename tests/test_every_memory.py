@@ -150,6 +150,8 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
         low, high = epochs.min(), epochs.max()
         median = f"{epochs.median():g}" + ("" if low == high else f" [{low}–{high}]")
         assert section(text, task, "attention")[3:6] == ["100", "not run", f"{median} (3/3)"]
+        # recorded before result.json held it: the streamed softmax's D + 2 (docs/models.md)
+        assert section(text, task, "attention")[2] == f"{records[0]['config']['model']['dim'] + 2}"
         assert section(text, task, "mean")[4:] == ["not run"] * 7  # no run given, T0 = 20 too
     # the race ran 2 seeds, Table 1 3: the verdict says so
     assert (

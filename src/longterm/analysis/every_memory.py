@@ -24,9 +24,11 @@ from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.published import T0S
 from longterm.analysis.runs import load_runs
+from longterm.analysis.state_sizes import declared
 from longterm.analysis.table1 import cell_text, per_seed, summarise
 from longterm.config.builtins import conf_file
 from longterm.store.records import COMMANDS_RECORD, SWEEP_RECORD
+from longterm.training.memory_estimate import longest_width
 
 ARCHIVED = ("attention", "mean")  # the paper's network, read from the archived Table 1 runs
 # The memories trained here -> the T0 their cost allows on a 2-core CPU: the measured seconds per
@@ -85,7 +87,20 @@ def load(dirs: list[Path]) -> pd.DataFrame:
     paper = (runs.model != "feedforward") | ~runs.mask_padding.astype(bool)
     runs = runs[(runs.data == "fixed") & runs.task.isin(TASKS) & (runs.lengths == "per_sequence")]
     runs = runs[paper.loc[runs.index]]
-    return runs.assign(memory=[memory_name(r) for r in runs.to_dict("records")])
+    runs = runs.assign(memory=[memory_name(r) for r in runs.to_dict("records")])
+    return runs.assign(state_size=[state_size(r) for r in runs.to_dict("records")])
+
+
+def state_size(run: dict) -> float:
+    """The run's recorded state size; for a run recorded before result.json held it (the
+    archived Table 1 runs of the paper's network), what its model and pool declare at its width
+    (analysis.state_sizes)."""
+    if pd.notna(run["state_size"]) or run["memory"] not in ARCHIVED:
+        return run["state_size"]
+    config = run["config"]
+    return declared(
+        run["model"], run["pool"], config["model"]["dim"], longest_width(config["data"])
+    )
 
 
 def table_cells(runs: pd.DataFrame) -> pd.DataFrame:
@@ -236,7 +251,8 @@ their last step (`pool=last`); all_attention has its default persistent slots. T
 and mean are the paper's network from the archived Table 1 runs (its epoch limit 100, the
 paper's); the others have the CPU epoch limit of conf/experiment/every_memory.yaml, so "no seed"
 means not within that limit. State size: the numbers a memory carries per sequence at inference
-after the training width (result.json, docs/models.md); blank where its runs did not record one.
+after the training width (result.json, docs/models.md); for the archived Table 1 runs, recorded
+before result.json held it, what the model and pool declare at the runs' width.
 {setting}
 
 ## Verdict

@@ -33,16 +33,31 @@ def section(path: Path) -> dict:
     return keys
 
 
+def built_encoder(path: Path, dim: int) -> nn.Module:
+    """The encoder a conf/model file names, at width `dim`, with the file's own keys."""
+    keys = section(path)
+    encoder = keys.pop("encoder")
+    keys.pop("dim")
+    return build_encoder(encoder, IN_FEATURES, dim, **keys)
+
+
 def modules(dim: int, conf: Path = CONF) -> Iterator[tuple[str, nn.Module]]:
     """(`model=name` or `pool=name`, its encoder or readout at width `dim`), in name order."""
     with torch.device("meta"):  # sizes only: no memory, no initialisation
         for path in sorted((conf / "model").glob("*.yaml")):
-            keys = section(path)
-            encoder = keys.pop("encoder")
-            keys.pop("dim")
-            yield f"model={path.stem}", build_encoder(encoder, IN_FEATURES, dim, **keys)
+            yield f"model={path.stem}", built_encoder(path, dim)
         for path in sorted((conf / "pool").glob("*.yaml")):
             yield f"pool={path.stem}", build_readout(section(path), dim)
+
+
+def declared(model: str, pool: str, dim: int, length: int, conf: Path = CONF) -> int:
+    """The state size `model=<model> pool=<pool>` declare at width `dim` after `length` steps,
+    the encoder's plus the readout's, built from their conf files: for runs recorded before
+    result.json held it."""
+    with torch.device("meta"):
+        encoder = built_encoder(conf / "model" / f"{model}.yaml", dim)
+        readout = build_readout(section(conf / "pool" / f"{pool}.yaml"), dim)
+    return encoder.state_size(length) + readout.state_size(length)
 
 
 def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
