@@ -14,45 +14,44 @@ from omegaconf import OmegaConf
 
 from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
 from longterm.config.command_line import check
-from longterm.experiments import lr_race
-from longterm.experiments.every_memory_runs import LRS, SETTING, STREAMS, plan
+from longterm.experiments import command_queue, lr_race
+from longterm.experiments.every_memory_runs import LRS, SETTING, plan
 from longterm.experiments.every_memory_runs import main as main_runs
-from longterm.experiments.streams import run_at_once
 from longterm.store.archive import put
 
 TASKS = ("addition", "multiplication")
 TINY_DATA = ["data.batch_size=8", "data.batches_per_epoch=3", "data.val_size=16"]
 
 
-def races(streams: list[list[str]]) -> list[argparse.Namespace]:
+def races(commands: list[str]) -> list[argparse.Namespace]:
     """Each command's arguments as lr_race reads them (after `python -m ...lr_race`)."""
-    return [lr_race.parse(shlex.split(c)[3:]) for stream in streams for c in stream]
+    return [lr_race.parse(shlex.split(c)[3:]) for c in commands]
 
 
-def test_the_plan_races_each_memory_at_its_cpu_lengths_in_two_streams():
-    streams = plan(list(MEMORIES), None, (1, 2, 3))
-    assert len(streams) == 2 and sorted(m for s in STREAMS for m in s) == sorted(CPU_T0S)
-    made = {(a.sweep_dir, T0) for a in races(streams) for T0 in a.T0}
-    assert made == {(str(SWEEP_ROOT / m), T0) for m, T0s in CPU_T0S.items() for T0 in T0s}
-    for args in races(streams):
+def test_the_plan_races_each_memory_at_its_cpu_lengths_short_ones_first():
+    commands = plan(list(MEMORIES), None, (1, 2, 3))
+    made = [(Path(a.sweep_dir).name, T0) for a in races(commands) for T0 in a.T0]
+    order = [m for m in MEMORIES if m in CPU_T0S]  # the table's, the archived ones left out
+    assert made == [(m, T0) for T0 in (50, 100) for m in order if T0 in CPU_T0S[m]]
+    assert {a.sweep_dir for a in races(commands)} == {str(SWEEP_ROOT / m) for m in CPU_T0S}
+    for args in races(commands):
         memory = Path(args.sweep_dir).name
         assert args.overrides[:2] == ["experiment=every_memory", f"model={memory}"]
         assert (args.seeds, args.pools, tuple(args.lrs)) == ([1, 2, 3], ["last"], LRS[memory])
         assert args.max_epochs == SETTING.trainer.max_epochs and args.launcher == "parallel"
-    args = races(streams)[0]  # a job of the first race composes (tiny_race runs the others')
+    args = races(commands)[0]  # a job of the first race composes (tiny_race runs the others')
     job = ["task=addition", "pool=last", f"T0={args.T0[0]}", "lr=3e-3", "seed=1"]
     check([f"launcher={args.launcher}", *job, *args.overrides], CONF)
     # Chosen parts: the archived paper's network is never run again; a length off the CPU plan.
-    (only,) = plan(["lstm", "attention"], [500], (1,))
-    (race,) = races([only])
+    (race,) = races(plan(["lstm", "attention"], [500], (1,)))
     assert (race.sweep_dir, race.T0, race.seeds) == (str(SWEEP_ROOT / "lstm"), [500], [1])
 
 
 def test_under_slurm_one_list_by_length_then_table_order():
     """`--launcher slurm`: every race in one list, the short lengths first, then the table's
     order; each race sends its jobs to SLURM."""
-    (listed,) = plan(["gla", "lstm", "feedback", "attention"], [500, 100], (1,), "slurm")
-    order = [(Path(a.sweep_dir).name, a.T0, a.launcher) for a in races([listed])]
+    listed = plan(["gla", "lstm", "feedback", "attention"], [500, 100], (1,), "slurm")
+    order = [(Path(a.sweep_dir).name, a.T0, a.launcher) for a in races(listed)]
     assert order == [(m, [T0], "slurm") for T0 in (100, 500) for m in ("lstm", "feedback", "gla")]
 
 
@@ -74,8 +73,8 @@ def test_every_jobs_overrides_are_checked_before_any_race(capsys):
 
 
 def test_commands_at_once_run_no_more_than_asked_and_all_despite_a_failure(tmp_path: Path):
-    """streams.run_at_once: every command runs, never more than `at_once` at the same time, and a
-    failure is reported after the others have run."""
+    """command_queue.run_at_once: every command runs, never more than `at_once` at the same time,
+    and a failure is reported after the others have run."""
     count = (
         "import os, sys, time; d = sys.argv[1]; mine = os.path.join(d, sys.argv[2]); "
         "open(mine, 'w').close(); n = len([f for f in os.listdir(d) if f.startswith('r')]); "
@@ -84,10 +83,29 @@ def test_commands_at_once_run_no_more_than_asked_and_all_despite_a_failure(tmp_p
     )
     commands = [f"python -c {shlex.quote(count)} {tmp_path} r{i}" for i in range(6)]
     with pytest.raises(SystemExit) as stopped:
-        run_at_once(commands, at_once=2)
+        command_queue.run_at_once(commands, at_once=2)
     assert "1 of 6 commands failed" in str(stopped.value) and "r3" in str(stopped.value)
     seen = [int((tmp_path / f"seenr{i}").read_text()) for i in range(6)]
     assert all(1 <= n <= 2 for n in seen)  # every command ran, at most 2 at once
+
+
+def test_a_process_takes_the_next_command_when_its_own_ends(tmp_path: Path):
+    """command_queue.run: the commands come from one queue, so while the first runs long the
+    other process runs all the rest; the first ends only once the last has started (two fixed
+    halves would wait for each other forever), and each runs on one thread."""
+    wait_for_last = (
+        "import os, sys, time; d = sys.argv[1]; t = time.time() + 60\n"
+        "while not os.path.exists(os.path.join(d, 'r3')) and time.time() < t: time.sleep(0.05)\n"
+        "sys.exit(not os.path.exists(os.path.join(d, 'r3')))"
+    )
+    mark = (
+        "import os, sys; "
+        "open(os.path.join(sys.argv[1], sys.argv[2]), 'w').write(os.environ['OMP_NUM_THREADS'])"
+    )
+    commands = [f"python -c {shlex.quote(wait_for_last)} {tmp_path}"]
+    commands += [f"python -c {shlex.quote(mark)} {tmp_path} r{i}" for i in (1, 2, 3)]
+    command_queue.run(commands, "local", 2)
+    assert [(tmp_path / f"r{i}").read_text() for i in (1, 2, 3)] == ["1"] * 3
 
 
 def test_the_experiments_sweep_directory_is_the_planners():

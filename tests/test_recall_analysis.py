@@ -27,7 +27,7 @@ from longterm.analysis.recall_checks import (
 )
 from longterm.config.command_line import check
 from longterm.experiments import lr_race
-from longterm.experiments.recall_runs import DIMS, MODELS, SETTINGS, streams
+from longterm.experiments.recall_runs import DIMS, MODELS, SETTINGS, races
 
 
 def write_run(root: Path, model: str, width: int, T0: int, lr: float, acc: float, **more) -> Path:
@@ -192,12 +192,10 @@ def test_the_page_without_runs_says_so(tmp_path: Path):
 
 
 def test_the_sweep_is_one_race_per_setting_width_and_model():
-    chosen = streams()
-    races = [shlex.split(c) for stream in chosen for c in stream]
-    assert len(races) == len(SETTINGS) * len(DIMS) * len(MODELS) == 66
-    assert [len(s) for s in chosen] == [33, 33]
-    seen = set()
-    for r in races:
+    listed = [shlex.split(c) for c in races()]
+    assert len(listed) == len(SETTINGS) * len(DIMS) * len(MODELS) == 66
+    seen = []
+    for r in listed:
         args = dict(o.split("=", 1) for o in r[r.index("--") + 1 :])
         T0, kv, width, model = (int(r[r.index("--T0") + 1]), int(args["task.params.kv_pairs"]),
                                 int(args["model.dim"]), args["model"])  # fmt: skip
@@ -206,34 +204,26 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
         assert args.get("model.attn_span") == (str(T0) if model in ATTENTION else None)
         assert r[r.index("--lrs") + 1 : r.index("--launcher")] == ["3e-3", "1e-3"]
         assert r[r.index("--seeds") + 1 : r.index("--lrs")] == ["1"]
-        seen.add((model, width, T0))
-    assert len(seen) == 66
-    for stream in chosen:  # each stream: every model at every setting, half the wide runs
-        races = [shlex.split(c) for c in stream]
-        cells = {
-            (r[r.index("--T0") + 1], next(o for o in r if o.startswith("model="))) for r in races
-        }
-        assert len(cells) == len(MODELS) * len(SETTINGS)
-        wide = sum(f"model.dim={max(DIMS)}" in r for r in races)
-        assert abs(wide - len(races) / 2) <= 1
+        seen.append((T0, width, model))
+    # in the order they start: settings first, then widths, then models
+    assert seen == [(T0, d, m) for T0, _ in SETTINGS for d in DIMS for m in MODELS]
 
 
 def test_under_slurm_the_same_races_in_one_list_by_setting():
-    """`--launcher slurm`: the 66 races of the two streams, in one list, the settings in order,
-    each sending its jobs to SLURM (streams.run starts them `--races` at a time)."""
-    (listed,) = streams(launcher="slurm")
-    races = [shlex.split(c) for c in listed]
-    on_cpu = [c.replace("--launcher local", "--launcher slurm") for s in streams() for c in s]
-    assert sorted(listed) == sorted(on_cpu)
-    T0s = [int(r[r.index("--T0") + 1]) for r in races]
-    assert T0s == sorted(T0s) and {r[r.index("--launcher") + 1] for r in races} == {"slurm"}
+    """`--launcher slurm`: the CPU's 66 races in its order, the settings in order, each sending
+    its jobs to SLURM (command_queue.run starts them `--races` at a time)."""
+    listed = races(launcher="slurm")
+    assert listed == [c.replace("--launcher local", "--launcher slurm") for c in races()]
+    parsed = [shlex.split(c) for c in listed]
+    T0s = [int(r[r.index("--T0") + 1]) for r in parsed]
+    assert T0s == sorted(T0s) and {r[r.index("--launcher") + 1] for r in parsed} == {"slurm"}
 
 
 def test_more_seeds_for_chosen_points_go_to_the_same_races():
     """`--seeds 2 3` (more seeds where points are close): the same sweep directories, so the
     page reads every seed of a point together."""
-    more = [shlex.split(c) for s in streams(models=("gla",), seeds=(2, 3)) for c in s]
-    one = [shlex.split(c) for s in streams(models=("gla",)) for c in s]
+    more = [shlex.split(c) for c in races(models=("gla",), seeds=(2, 3))]
+    one = [shlex.split(c) for c in races(models=("gla",))]
     assert [r[r.index("--seeds") + 1 : r.index("--lrs")] for r in more] == [["2", "3"]] * 6
     dirs = sorted(r[r.index("--sweep-dir") + 1] for r in more)
     assert dirs == sorted(r[r.index("--sweep-dir") + 1] for r in one)
@@ -243,12 +233,11 @@ def test_more_seeds_for_chosen_points_go_to_the_same_races():
 def test_every_race_composes(tmp_path: Path):
     """The jobs each race starts (its leader at the longer setting and the narrower width)
     compose and validate, for every model (about 1 s a model)."""
-    for stream in streams(settings=SETTINGS[-1:], dims=DIMS[-1:]):
-        for command in stream:
-            race = shlex.split(command)
-            T0 = race[race.index("--T0") + 1]
-            job = ["-m", "task=mqar", "pool=per_step", f"T0={T0}", "lr=3e-3", "seed=1"]
-            check([*job, *race[race.index("--") + 1 :], f"hydra.sweep.dir={tmp_path}"], CONF)
+    for command in races(settings=SETTINGS[-1:], dims=DIMS[-1:]):
+        race = shlex.split(command)
+        T0 = race[race.index("--T0") + 1]
+        job = ["-m", "task=mqar", "pool=per_step", f"T0={T0}", "lr=3e-3", "seed=1"]
+        check([*job, *race[race.index("--") + 1 :], f"hydra.sweep.dir={tmp_path}"], CONF)
 
 
 @pytest.mark.slow

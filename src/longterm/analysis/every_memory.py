@@ -295,7 +295,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
             tables=tables,
             plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",
             commands="\n".join(
-                [f"{PLANNER}          # the 2-core CPU plan, two streams (--run runs them)", page]
+                [f"{PLANNER}          # the 2-core CPU plan (--run runs them, one per core)", page]
             ),
             provenance=sweeps_markdown(runs) if len(runs) else "",
         ).rstrip()

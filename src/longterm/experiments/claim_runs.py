@@ -2,7 +2,7 @@
 measures what each of its models costs per update, from which its budget is set.
 
     python -m longterm.experiments.claim_runs            # the sweep's commands
-    python -m longterm.experiments.claim_runs --run      # run them: two processes, one thread
+    python -m longterm.experiments.claim_runs --run      # run them, one per core, one thread
     python -m longterm.experiments.claim_runs --time 30  # seconds per update of every job kind
     python -m longterm.experiments.claim_runs --vocab    # the large table's size, derived
     python -m longterm.analysis.claims outputs/claims --out docs/claims.md
@@ -19,7 +19,8 @@ kinds of job (KINDS), each run for the seeds 1, 2, 3:
   shared with the first claim).
 
 The budget is worked out in the header of conf/experiment/claims.yaml: seconds per update measured
-with `--time`, times the updates of every job, split over two processes (STREAMS).
+with `--time`, times the updates of every job, over two processes (COMMANDS: taken in order,
+each process the next when its own ends, experiments/command_queue.py).
 """
 
 import argparse
@@ -31,7 +32,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
-from longterm.experiments.streams import run_streams, show
+from longterm.experiments.command_queue import run, show
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
 
 TRAIN_PY = Path(__file__).resolve().parents[2] / "train.py"
@@ -72,28 +73,23 @@ KNOWLEDGE_MODELS = (
 # Allen-Zhu and Li (2024, "Physics of Language Models: Part 3.3, Knowledge Capacity Scaling Laws",
 # arXiv 2404.05405): trained networks store at most about 2 bits of knowledge per parameter.
 BITS_PER_PARAMETER = 2
-# The sweep as two streams of commands of about equal time (by the seconds per update that
-# `--time` measures; conf/experiment/claims.yaml), one process of one thread each.
-STREAMS = (
-    [
-        "model=feedback task=algorithmic",
-        "model=transformer model.layers=4 task=algorithmic",
-        f"model=transformer task=fixed_knowledge {LARGE}",
-        f"model=all_attention model.n_persistent=0 task=fixed_knowledge {LARGE}",
-    ],
-    [
-        "model=transformer task=algorithmic,fixed_knowledge",
-        "model=all_attention model.n_persistent=0,64 task=algorithmic,fixed_knowledge",
-        f"model=all_attention model.n_persistent=64 task=fixed_knowledge {LARGE}",
-    ],
+# The sweep's jobs in the order two processes of one thread take them (conf/experiment/claims.yaml
+# times them with `--time`): the first two side by side, then each process the next command when
+# its own ends. The Feedback Transformer's, the longest, first.
+COMMANDS = (
+    "model=feedback task=algorithmic",
+    "model=transformer task=algorithmic,fixed_knowledge",
+    "model=transformer model.layers=4 task=algorithmic",
+    "model=all_attention model.n_persistent=0,64 task=algorithmic,fixed_knowledge",
+    f"model=transformer task=fixed_knowledge {LARGE}",
+    f"model=all_attention model.n_persistent=64 task=fixed_knowledge {LARGE}",
+    f"model=all_attention model.n_persistent=0 task=fixed_knowledge {LARGE}",
 )
 
 
-def commands() -> list[list[str]]:
-    """Each stream's commands, as `python src/train.py` command lines."""
-    return [
-        [f"python src/train.py experiment=claims {c} {SEEDS}" for c in stream] for stream in STREAMS
-    ]
+def commands() -> list[str]:
+    """The sweep's `python src/train.py` command lines, in order."""
+    return [f"python src/train.py experiment=claims {c} {SEEDS}" for c in COMMANDS]
 
 
 def claims_config(overrides: list[str], experiment: str = "claims"):
@@ -211,9 +207,9 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(1)
         time_kinds(args.time)
     elif args.run:
-        run_streams(commands())
+        run(commands(), "local", None)
     else:
-        show([[shlex.join(shlex.split(c)) for c in stream] for stream in commands()])
+        show([shlex.join(shlex.split(c)) for c in commands()])
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ and multiplication problems at each T0 for every model of the framework, three s
 the budget).
 
     python -m longterm.experiments.every_memory_runs                # the races' commands
-    python -m longterm.experiments.every_memory_runs --run          # run them: two streams
+    python -m longterm.experiments.every_memory_runs --run          # run them, one per core
     python -m longterm.experiments.every_memory_runs --models lstm gla --T0 50 --seeds 1
     python -m longterm.experiments.every_memory_runs --time 5 --T0 50 100   # seconds per update
     python -m longterm.experiments.every_memory_runs --run --launcher slurm --T0 500 1000 \
@@ -14,11 +14,12 @@ the budget).
 
 Each memory has a race of its own (longterm.experiments.lr_race: the leader 3e-3, then the rest of
 the paper's grid capped at the leader's epochs) in `outputs/every_memory/<model>/`, one command
-per T0 covering both tasks and the seeds; a rerun fills in only what is missing (a stream stops
-at a race with a failed job: run again, it resumes). Without --T0, a
-memory runs at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); the
-longer ones are for a GPU (`trainer.accelerator=auto` takes it) or SLURM (`--launcher slurm`:
-`--run` then starts the races `--races` at a time, in one list by T0, experiments/streams.py).
+per T0 covering both tasks and the seeds, listed by T0, then in table order; a rerun fills in
+only what is missing (and resumes what was cut off). `--run` takes the races from that list
+`--races` at a time (experiments/command_queue.py): on a CPU one per core, each race one thread;
+with `--launcher slurm` 8, each waiting for its jobs on the cluster. Without --T0, a memory runs
+at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); the longer ones
+are for a GPU (`trainer.accelerator=auto` takes it) or SLURM.
 The paper's network with attention and mean pooling is not run again: its rows are the archived
 Table 1 runs (runs/table1, runs/table1_long), which the page reads.
 """
@@ -33,8 +34,8 @@ from omegaconf import OmegaConf
 from longterm.analysis.every_memory import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
 from longterm.analysis.published import LEARNING_RATES
 from longterm.experiments.claim_runs import seconds_per_update
+from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 from longterm.experiments.lr_race import CONFIG_DIR, LEADER, check_command
-from longterm.experiments.streams import OVERRIDES_HELP, RACES_AT_ONCE, extended, run, show
 
 EXPERIMENT = "every_memory"
 SETTING = OmegaConf.load(CONFIG_DIR / "experiment" / f"{EXPERIMENT}.yaml")
@@ -46,12 +47,6 @@ GRID = (LEADER, *(lr for lr in LEARNING_RATES if lr != LEADER))  # the leader fi
 # (conf/experiment/every_memory.yaml).
 FULL_GRID = (*ARCHIVED, "rnn", "lstm", "linear_memory")
 LRS = {m: GRID if m in FULL_GRID else (LEADER, 1e-3) for m in MEMORIES}
-# The memories of each of the two streams (a process of one thread each, the 2-core machine's),
-# cheapest first, split so that the streams' worst cases are about equal (the header's hours).
-STREAMS = (
-    ("linear_memory", "lstm", "transformer", "feedback"),
-    ("rnn", "s4d", "hyena", "mamba", "all_attention", "deltanet", "gla"),
-)
 # One job at a time in each race's process, one thread (as the archived long Table 1 races ran).
 ONE_THREAD = ("launcher.jobs=1", "launcher.threads=1")
 
@@ -81,24 +76,18 @@ def race_command(memory: str, T0: int, seeds: tuple[int, ...], launcher: str = "
 
 def plan(
     memories: list[str], T0s: list[int] | None, seeds: tuple[int, ...], launcher: str = "parallel"
-) -> list[list[str]]:
-    """Each stream's race commands for `memories` (the archived ones left out), by T0 then in
-    the stream's order, so that the short lengths finish first; without `T0s`, each memory's
-    lengths on a 2-core CPU (CPU_T0S). A stream with no command is left out. Under `--launcher
-    slurm`, one stream by T0 then in table order (the races run many at once, streams.run)."""
-    groups = STREAMS if launcher != "slurm" else [[m for m in MEMORIES if m not in ARCHIVED]]
-    chosen = [[m for m in group if m in memories] for group in groups]
-    lengths = sorted({T for m in memories for T in (T0s or CPU_T0S.get(m, ()))})
-    commands = [
-        [
-            race_command(m, T, seeds, launcher)
-            for T in lengths
-            for m in stream
-            if T in (T0s or CPU_T0S[m])
-        ]
-        for stream in chosen
+) -> list[str]:
+    """The race commands for `memories` (the archived ones left out), by T0 then in table order,
+    so that the short lengths finish first; without `T0s`, each memory's lengths on a 2-core CPU
+    (CPU_T0S)."""
+    chosen = [m for m in MEMORIES if m in memories and m not in ARCHIVED]
+    lengths = sorted({T for m in chosen for T in (T0s or CPU_T0S[m])})
+    return [
+        race_command(m, T, seeds, launcher)
+        for T in lengths
+        for m in chosen
+        if T in (T0s or CPU_T0S[m])
     ]
-    return [c for c in commands if c]
 
 
 def time_memories(memories: list[str], T0s: list[int], budget_s: float) -> None:
@@ -125,7 +114,7 @@ def time_memories(memories: list[str], T0s: list[int], budget_s: float) -> None:
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--run", action="store_true", help="run the races: two streams, one thread")
+    p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument(
         "--time", type=float, metavar="SECONDS", help="time each memory at each T0 (one thread)"
     )
@@ -135,9 +124,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--launcher", default="parallel", help="each race's: parallel (one job, one thread), slurm"
     )
-    p.add_argument(
-        "--races", type=int, help=f"with --launcher slurm: races at once (default {RACES_AT_ONCE})"
-    )
+    p.add_argument("--races", type=int, help=RACES_HELP)
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     return p.parse_args(argv)
 
@@ -149,15 +136,17 @@ def main(argv: list[str] | None = None) -> None:
         cpu = sorted({T for m in args.models for T in CPU_T0S.get(m, ())})
         time_memories(args.models, args.T0 or cpu, args.time)
         return
-    streams = extended(plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides)
-    if streams:
-        check_command(streams[0][0])
+    commands = extended(
+        plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides
+    )
+    if commands:
+        check_command(commands[0])
     if args.run:
-        run(streams, args.launcher, args.races)
+        run(commands, args.launcher, args.races)
         return
     for memory in sorted(set(args.models) & set(ARCHIVED)):
         print(f"# {memory}: the archived Table 1 runs (runs/table1, runs/table1_long)")
-    show(streams, args.launcher, args.races)
+    show(commands, args.launcher, args.races)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 state size on multi-query associative recall (conf/experiment/recall.yaml).
 
     python -m longterm.experiments.recall_runs          # the sweep's commands
-    python -m longterm.experiments.recall_runs --run    # run them: two processes, one thread
+    python -m longterm.experiments.recall_runs --run    # run them, one per core, one thread
     python -m longterm.experiments.recall_runs --settings 128:8 --models hyena mamba --dims 32
     python -m longterm.experiments.recall_runs --run --models deltanet gla --seeds 2 3  # close
     python -m longterm.experiments.recall_runs --run --launcher slurm --settings 64:4 128:8 \
@@ -16,19 +16,17 @@ own runs; a rerun fills in only what is missing. The attention models get `model
 so that they see the whole sequence. `--launcher local`: token tasks train one job at a time
 under any launcher (they are not packed).
 
-The races run as two streams, one process of one thread each, side by side. A setting and
-model's widths go to different streams, the wider one alternating between the streams from one
-model to the next and from one setting to the next, so each stream trains every model at every
-setting about once and about half of the wider runs: two streams of about equal cost whatever
-each model costs. With `--launcher slurm`, `--run` starts the same races `--races` at a time
-(default 8; experiments/streams.py), each waiting for its jobs on the cluster.
+The races are listed settings first, then widths, then models, and `--run` takes them in that
+order `--races` at a time (experiments/command_queue.py): on a CPU one process of one thread per
+core, each taking the next race when its own ends; with `--launcher slurm` 8, each waiting for its
+jobs on the cluster.
 """
 
 import argparse
 import shlex
 
 from longterm.analysis.recall_checks import ATTENTION
-from longterm.experiments.streams import OVERRIDES_HELP, RACES_AT_ONCE, extended, run, show
+from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 
 # (T0, key-value pairs): zoology's two shortest, and T0 = 32 below its grid (its ratio of a pair
 # per 16 steps), the lengths at which attention learns MQAR within the CPU's 2,000 updates
@@ -41,7 +39,6 @@ MODELS = (
 LRS = ("3e-3", "1e-3")  # the leader first
 SEEDS = (1,)  # more where points are close (--seeds)
 SWEEP_ROOT = "outputs/recall"
-STREAMS = 2
 
 
 def race(
@@ -61,22 +58,20 @@ def race(
     return shlex.join(command)
 
 
-def streams(
+def races(
     settings: tuple[tuple[int, int], ...] = SETTINGS,
     dims: tuple[int, ...] = DIMS,
     models: tuple[str, ...] = MODELS,
     launcher: str = "local",
     seeds: tuple[int, ...] = SEEDS,
-) -> list[list[str]]:
-    """Each stream's races, settings first, then widths, then models (the module's docstring says
-    which stream takes which race); under `--launcher slurm` one list in that order."""
-    count = 1 if launcher == "slurm" else STREAMS
-    out: list[list[str]] = [[] for _ in range(count)]
-    for i, (T0, kv) in enumerate(settings):
-        for k, dim in enumerate(dims):
-            for j, model in enumerate(models):
-                out[(i + j + k) % count].append(race(model, dim, T0, kv, launcher, seeds))
-    return out
+) -> list[str]:
+    """The races, settings first, then widths, then models."""
+    return [
+        race(model, dim, T0, kv, launcher, seeds)
+        for T0, kv in settings
+        for dim in dims
+        for model in models
+    ]
 
 
 def setting(text: str) -> tuple[int, int]:
@@ -90,7 +85,7 @@ def setting(text: str) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--run", action="store_true", help="run the races, two processes side by side")
+    p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
     p.add_argument("--dims", type=int, nargs="+", default=DIMS)
     p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
@@ -98,19 +93,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
     )
-    p.add_argument(
-        "--races", type=int, help=f"with --launcher slurm: races at once (default {RACES_AT_ONCE})"
-    )
+    p.add_argument("--races", type=int, help=RACES_HELP)
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     args = p.parse_args(argv)
-    chosen = streams(
+    chosen = races(
         tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
     )
-    chosen = [s for s in extended(chosen, args.overrides) if s]
+    chosen = extended(chosen, args.overrides)
     if chosen:
         from longterm.experiments.lr_race import check_command  # composes: only to check
 
-        check_command(chosen[0][0])
+        check_command(chosen[0])
     if args.run:
         run(chosen, args.launcher, args.races)
     else:
