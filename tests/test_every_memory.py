@@ -90,13 +90,14 @@ def test_commands_at_once_run_no_more_than_asked_and_all_despite_a_failure(tmp_p
 
 
 def test_a_process_takes_the_next_command_when_its_own_ends(tmp_path: Path):
-    """command_queue.run: the commands come from one queue, so while the first runs long the
-    other process runs all the rest; the first ends only once the last has started (two fixed
-    halves would wait for each other forever), and each runs on one thread."""
-    wait_for_last = (
-        "import os, sys, time; d = sys.argv[1]; t = time.time() + 60\n"
-        "while not os.path.exists(os.path.join(d, 'r3')) and time.time() < t: time.sleep(0.05)\n"
-        "sys.exit(not os.path.exists(os.path.join(d, 'r3')))"
+    """`python -m longterm.experiments.command_queue FILE`: the commands come from one queue, so
+    while the first runs long the other process runs all the rest; the first ends only once the
+    last has started (two fixed halves would wait for each other forever), and each runs on one
+    thread."""
+    wait_for_last = (  # one line, as a planner's commands are
+        "import os, sys, time; p = os.path.join(sys.argv[1], 'r3'); t = time.time() + 60; "
+        "[time.sleep(0.05) for _ in iter(lambda: os.path.exists(p) or time.time() > t, True)]; "
+        "sys.exit(not os.path.exists(p))"
     )
     mark = (
         "import os, sys; "
@@ -104,8 +105,13 @@ def test_a_process_takes_the_next_command_when_its_own_ends(tmp_path: Path):
     )
     commands = [f"python -c {shlex.quote(wait_for_last)} {tmp_path}"]
     commands += [f"python -c {shlex.quote(mark)} {tmp_path} r{i}" for i in (1, 2, 3)]
-    command_queue.run(commands, "local", 2)
+    listed = tmp_path / "queue.txt"  # as a planner prints them, a note first
+    listed.write_text("# 2 at a time under --run\n" + "\n".join(commands) + "\n\n")
+    command_queue.main([str(listed), "--races", "2"])
     assert [(tmp_path / f"r{i}").read_text() for i in (1, 2, 3)] == ["1"] * 3
+    listed.write_text("# a note, no command\n")
+    with pytest.raises(SystemExit, match=f"error: no command in {listed}"):
+        command_queue.main([str(listed)])
 
 
 def test_the_experiments_sweep_directory_is_the_planners():

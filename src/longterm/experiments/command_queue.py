@@ -5,15 +5,25 @@ core stays busy until the queue is empty whatever each command costs; for a clus
 them (default RACES_AT_ONCE), since each only waits for its SLURM jobs.
 
 The planners (claim_runs, recall_runs, every_memory_runs) list their commands in the order they
-should start. Two commands may share a sweep directory (one memory's races at two lengths): their
-jobs are apart, and sweep.json takes one record at a time (store/records.py: append_record).
+should start, and their `--run` runs them here. Commands of several planners share the cores as one
+queue when their printed lists are run together:
+
+    (python -m longterm.experiments.every_memory_runs --seeds 2 3
+     python -m longterm.experiments.recall_runs --settings 128:8) > queue.txt
+    python -m longterm.experiments.command_queue queue.txt      # [--races N] [--launcher slurm]
+
+(the lines starting with `#` are the planners' notes, and skipped). Two commands may share a
+sweep directory (one memory's races at two lengths): their jobs are apart, and sweep.json takes
+one record at a time (store/records.py: append_record).
 """
 
+import argparse
 import os
 import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from longterm.experiments.lr_race import TRAIN_PY
 
@@ -79,3 +89,29 @@ def run(commands: list[str], launcher: str, races: int | None) -> None:
     """The planners' `--run`: the commands in order, `races` at a time (default: on a CPU one
     per core, each of one thread; with `--launcher slurm` RACES_AT_ONCE)."""
     run_at_once(commands, at_once(launcher, races), one_thread=launcher != "slurm")
+
+
+def read(text: str) -> list[str]:
+    """The commands of a planner's printed list: its lines, without blank ones and `#` notes."""
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("file", nargs="?", help="the commands, one a line (default: standard input)")
+    p.add_argument("--races", type=int, help=RACES_HELP)
+    p.add_argument("--launcher", default="local", choices=("local", "slurm"), help="the races'")
+    args = p.parse_args(argv)
+    try:
+        text = Path(args.file).read_text() if args.file else sys.stdin.read()
+    except OSError as e:
+        sys.exit(f"error: {args.file}: {e.strerror}")
+    commands = read(text)
+    if not commands:
+        sys.exit(f"error: no command in {args.file or 'standard input'}")
+    run(commands, args.launcher, args.races)
+
+
+if __name__ == "__main__":
+    main()
