@@ -1,8 +1,10 @@
-"""Running an experiment's commands (`python -m longterm.experiments.lr_race ...` or `python
-src/train.py ...` lines, as the planners list them) from one queue, a few at a time: on a CPU one
-process of one thread per core, each taking the next command when its own ends, so that every
-core stays busy until the queue is empty whatever each command costs; for a cluster `--races` of
-them (default RACES_AT_ONCE), since each only waits for its SLURM jobs.
+"""Run an experiment's commands from one queue, a few at a time.
+
+The commands are `python -m longterm.experiments.lr_race ...` or `python src/train.py ...` lines,
+as the planners list them. On a CPU one process of one thread per core runs them, each taking the
+next command when its own ends, so that every core stays busy until the queue is empty whatever
+each command costs; for a cluster `--races` of them (default RACES_AT_ONCE) run at once, since
+each only waits for its SLURM jobs.
 
 The planners (claim_runs, recall_runs, every_memory_runs) list their commands in the order they
 should start, and their `--run` runs them here. Commands of several planners share the cores as one
