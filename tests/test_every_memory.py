@@ -146,7 +146,8 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
     shutil.copy(ROOT / "runs" / "table1" / "sweep.json", table1)
     rnn = tiny_race(tmp_path / "every_memory" / "rnn")
     assert len(rnn) == 2 and {r["status"] for r in rnn} == {"max_epochs"}
-    out = tmp_path / "every_memory.md"
+    out = tmp_path / "docs" / "every_memory.md"
+    out.parent.mkdir()
     main([str(tmp_path / "every_memory"), str(table1), "--out", str(out)])
     text = out.read_text()
     # an unsolved cell: the accuracy at the limit, median [range] over the seeds, 0 of 2 solved
@@ -190,8 +191,12 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
     assert "| feedback | 50 | 100, 500, 1000 | 5000, 10000 |" in text
     assert f"--sweep-dir {tmp_path / 'every_memory' / 'rnn'} --T0 20" in text  # its command
     assert text.count("† no paper value: 3 updates an epoch, 16 validation sequences") == 1
+    figure = out.parent / "every_memory" / "solved.png"  # beside the page, which shows it
+    assert "![which memory solves which problem at which T0](every_memory/solved.png)" in text
+    drawn = figure.read_bytes()
+    assert drawn.startswith(b"\x89PNG")
     main([str(tmp_path / "every_memory"), str(table1), "--out", str(out)])  # nothing random
-    assert out.read_text() == text
+    assert out.read_text() == text and figure.read_bytes() == drawn
     put([tmp_path / "every_memory"], tmp_path / "runs")  # the folder of sweeps, each one's record
     main([str(tmp_path / "runs" / "every_memory"), str(table1), "--out", str(out)])
     assert out.read_text().split("## Commands")[0] == text.split("## Commands")[0]

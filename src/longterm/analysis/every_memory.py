@@ -10,8 +10,9 @@ A directory given is a sweep (it holds run directories), or holds one sweep per 
 archived Table 1 runs. One table per task, a row per memory, a column per T0; each cell is Table
 1's (analysis.table1: each seed's best learning rate, then the median [range] over seeds of the
 epochs to 100%, or the accuracy at the epoch limit in italics when unsolved), with the seeds
-solved out of the seeds run; "not run" where no run has finished. Nothing in the page depends on
-when it is written.
+solved out of the seeds run; "not run" where no run has finished. With --out, the same cells as
+a figure beside the page, `<page without .md>/solved.png` (analysis.every_memory_figure). Nothing
+in the page or the figure depends on when it is written.
 """
 
 import shlex
@@ -20,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from longterm.analysis.arch_runs import arch_name, rank
+from longterm.analysis.every_memory_figure import FIGURE, plot
 from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.published import T0S
@@ -259,7 +261,7 @@ before result.json held it, what the model and pool declare at the runs' width.
 
 {verdicts}
 
-{tables}
+{figure}{tables}
 
 ## Plan for the cells not run
 
@@ -275,8 +277,21 @@ before result.json held it, what the model and pool declare at the runs' width.
 """
 
 
+def drawn(cells: pd.DataFrame, runs: pd.DataFrame, out: Path | None) -> str:
+    """With cells and `out`, the figure beside the page (`<out without .md>/FIGURE`) and the
+    page's line showing it; else nothing."""
+    if cells.empty or out is None:
+        return ""
+    figure = Path(out.stem) / FIGURE
+    (out.parent / figure).parent.mkdir(parents=True, exist_ok=True)
+    memories = [m for m in rows(runs) if m in set(cells.memory)]
+    plot(cells, TASKS, memories, out.parent / figure)
+    return f"![which memory solves which problem at which T0]({figure})\n\n"
+
+
 def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
-    """The page, from the runs under `dirs`; `out` is named in its command."""
+    """The page, from the runs under `dirs`; `out` is named in its command, and the figure is
+    written beside it."""
     cells = table_cells(runs)
     notes = sorted(set(cells.protocol_note.dropna())) if "protocol_note" in cells else []
     tables = "\n\n".join(
@@ -292,6 +307,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
         REPORT.format(
             setting=setting(runs) if len(runs) else "No run has finished yet.",
             verdicts="\n\n".join(verdict(task, cells, runs) for task in TASKS),
+            figure=drawn(cells, runs, out),
             tables=tables,
             plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",
             commands="\n".join(
