@@ -314,7 +314,7 @@ def test_an_experiments_race_runs_on_the_cluster(cluster, tmp_path):
         (led,) = (r for r in results if r["task"] == task and r["lr"] == leader)
         allowed = led["epochs"] if led["status"] == "solved" else 2
         assert all(r["epochs"] <= allowed for r in results if r["task"] == task)
-    out = tmp_path / "every_memory.md"
+    out = tmp_path / "page.md"  # its figure in page/, apart from the sweeps
     every_memory_page([str(tmp_path / "every_memory"), "--out", str(out)])
     row = next(x for x in out.read_text().splitlines() if x.startswith("| transformer |"))
     assert "not run" not in row.split("|")[5]  # the T0 = 50 cell
