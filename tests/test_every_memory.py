@@ -201,3 +201,12 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
     main([str(tmp_path / "runs" / "every_memory"), str(table1), "--out", str(out)])
     assert out.read_text().split("## Commands")[0] == text.split("## Commands")[0]
     assert f"--sweep-dir {tmp_path / 'every_memory' / 'rnn'} --T0 20" in out.read_text()
+
+
+def test_the_page_without_runs_says_so_and_keeps_the_plan(tmp_path: Path):
+    out = tmp_path / "every_memory.md"
+    main([str(tmp_path / "none"), "--out", str(out)])
+    text = out.read_text()
+    assert "## Verdict\n\nNo run has finished yet." in text
+    assert "| rnn | 50, 100 | 500, 1000, 5000, 10000 |  |" in text  # the plan, whole
+    assert not (tmp_path / "every_memory").exists()  # no figure without cells

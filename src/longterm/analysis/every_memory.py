@@ -74,8 +74,11 @@ def sweeps(dirs: list[Path]) -> list[Path]:
 
 
 def memory_name(run: dict) -> str:
-    """A run's row: its architecture (arch_runs), all-attention with its default slots plain."""
+    """A run's row: its architecture (arch_runs), a model read at its last step by the model's
+    name alone (a model of your own too), all-attention with its default slots plain."""
     name = arch_name(run)
+    if name == f"{run['model']}+last":
+        name = run["model"]
     default = f"all_attention N={conf_file('model', 'all_attention').n_persistent}"
     return "all_attention" if name == default else name
 
@@ -293,11 +296,14 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     """The page, from the runs under `dirs`; `out` is named in its command, and the figure is
     written beside it."""
     cells = table_cells(runs)
-    notes = sorted(set(cells.protocol_note.dropna())) if "protocol_note" in cells else []
-    tables = "\n\n".join(
-        [f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) for task in TASKS]
-        + [f"† {note}." for note in notes]
-    )
+    tables, verdicts = "", "No run has finished yet."  # the plan and the commands all the same
+    if not runs.empty:
+        notes = sorted(set(cells.protocol_note.dropna()))
+        tables = "\n\n".join(
+            [f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) for task in TASKS]
+            + [f"† {note}." for note in notes]
+        )
+        verdicts = "\n\n".join(verdict(task, cells, runs) for task in TASKS)
     page = shlex.join(
         ["python", "-m", "longterm.analysis.every_memory", *map(str, dirs)]
         + (["--out", str(out)] if out else [])
@@ -305,8 +311,8 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     plan_lines = plan(cells)
     return (
         REPORT.format(
-            setting=setting(runs) if len(runs) else "No run has finished yet.",
-            verdicts="\n\n".join(verdict(task, cells, runs) for task in TASKS),
+            setting=setting(runs) if len(runs) else "",
+            verdicts=verdicts,
             figure=drawn(cells, runs, out),
             tables=tables,
             plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",

@@ -25,6 +25,7 @@ each process the next when its own ends, experiments/command_queue.py).
 
 import argparse
 import math
+import os
 import shlex
 import time
 from pathlib import Path
@@ -89,7 +90,8 @@ COMMANDS = (
 
 def commands() -> list[str]:
     """The sweep's `python src/train.py` command lines, in order."""
-    return [f"python src/train.py experiment=claims {c} {SEEDS}" for c in COMMANDS]
+    script = os.path.relpath(TRAIN_PY)  # src/train.py from the repository
+    return [f"python {script} experiment=claims {c} {SEEDS}" for c in COMMANDS]
 
 
 def claims_config(overrides: list[str], experiment: str = "claims"):

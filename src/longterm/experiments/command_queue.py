@@ -14,7 +14,9 @@ queue when their printed lists are run together:
      python -m longterm.experiments.recall_runs --settings 128:8) > queue.txt
     python -m longterm.experiments.command_queue queue.txt      # [--races N] [--launcher slurm]
 
-(the lines starting with `#` are the planners' notes, and skipped). Two commands may share a
+(the lines starting with `#` are the planners' notes, and skipped). The commands run where this
+runs, as the planners that print them assume: from the repository, or from a directory of your
+own with a model of your own (docs/plugins.md). Two commands may share a
 sweep directory (one memory's races at two lengths): their jobs are apart, and sweep.json takes
 one record at a time (store/records.py: append_record).
 """
@@ -27,9 +29,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from longterm.experiments.lr_race import TRAIN_PY
-
-ROOT = TRAIN_PY.parents[1]  # where `python src/train.py` runs
 # For a cluster: each race holds two waiting Pythons here (the race's and its sweep's, torch
 # imported), so the default stays small.
 RACES_AT_ONCE = 8
@@ -68,7 +67,7 @@ def run_at_once(commands: list[str], at_once: int, one_thread: bool = False) -> 
     env = {**os.environ, **({"OMP_NUM_THREADS": "1"} if one_thread else {})}
 
     def run(command: str) -> int:
-        return subprocess.run(["bash", "-c", local(command)], cwd=ROOT, env=env).returncode
+        return subprocess.run(["bash", "-c", local(command)], env=env).returncode
 
     with ThreadPoolExecutor(max_workers=at_once) as pool:
         codes = list(pool.map(run, commands))

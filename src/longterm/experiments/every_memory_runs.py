@@ -22,6 +22,13 @@ at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); 
 are for a GPU (`trainer.accelerator=auto` takes it) or SLURM.
 The paper's network with attention and mean pooling is not run again: its rows are the archived
 Table 1 runs (runs/table1, runs/table1_long), which the page reads.
+
+A model of your own (docs/plugins.md) races as a built-in does, by its conf file's name, its
+conf directory given to every job after `--`; run from your own directory, its sweeps go to
+`outputs/every_memory/<name>/` there, at T0 = 50 unless --T0 says otherwise (OWN_T0S):
+
+    python -m longterm.experiments.every_memory_runs --run --models gru \
+        -- "hydra.searchpath=[file://$PWD/mylab/conf]"
 """
 
 import argparse
@@ -47,6 +54,19 @@ GRID = (LEADER, *(lr for lr in LEARNING_RATES if lr != LEADER))  # the leader fi
 # (conf/experiment/every_memory.yaml).
 FULL_GRID = (*ARCHIVED, "rnn", "lstm", "linear_memory")
 LRS = {m: GRID if m in FULL_GRID else (LEADER, 1e-3) for m in MEMORIES}
+OWN_T0S = (50,)  # a model of your own, whose cost is not known here (--time measures it)
+
+
+def lrs(memory: str) -> tuple[float, ...]:
+    """The learning rates of `memory`'s races: LRS's, or for a model of your own 3e-3 then 1e-3."""
+    return LRS.get(memory, (LEADER, 1e-3))
+
+
+def lengths(memory: str) -> tuple[int, ...]:
+    """The T0 of `memory` on a 2-core CPU: CPU_T0S's, or OWN_T0S for a model of your own."""
+    return CPU_T0S.get(memory, OWN_T0S)
+
+
 # One job at a time in each race's process, one thread (as the archived long Table 1 races ran).
 ONE_THREAD = ("launcher.jobs=1", "launcher.threads=1")
 
@@ -67,7 +87,7 @@ def race_command(memory: str, T0: int, seeds: tuple[int, ...], launcher: str = "
         *("python", "-m", "longterm.experiments.lr_race"),
         *("--sweep-dir", str(SWEEP_ROOT / memory), "--T0", str(T0)),
         *("--seeds", *map(str, seeds), "--tasks", *TASKS, "--pools", "last"),
-        *("--lrs", *(f"{lr:g}" for lr in LRS[memory])),
+        *("--lrs", *(f"{lr:g}" for lr in lrs(memory))),
         *("--max-epochs", str(SETTING.trainer.max_epochs), "--launcher", launcher),
         *("--", f"experiment={EXPERIMENT}", *model_overrides(memory), *extra),
     ]
@@ -78,22 +98,35 @@ def plan(
     memories: list[str], T0s: list[int] | None, seeds: tuple[int, ...], launcher: str = "parallel"
 ) -> list[str]:
     """The race commands for `memories` (the archived ones left out), by T0 then in table order,
-    so that the short lengths finish first; without `T0s`, each memory's lengths on a 2-core CPU
-    (CPU_T0S)."""
+    models of your own last, so that the short lengths finish first; without `T0s`, each memory's
+    lengths on a 2-core CPU (`lengths`)."""
     chosen = [m for m in MEMORIES if m in memories and m not in ARCHIVED]
-    lengths = sorted({T for m in chosen for T in (T0s or CPU_T0S[m])})
+    chosen += [m for m in dict.fromkeys(memories) if m not in MEMORIES]
+    every = sorted({T for m in chosen for T in (T0s or lengths(m))})
     return [
         race_command(m, T, seeds, launcher)
-        for T in lengths
+        for T in every
         for m in chosen
-        if T in (T0s or CPU_T0S[m])
+        if T in (T0s or lengths(m))
     ]
 
 
-def time_memories(memories: list[str], T0s: list[int], budget_s: float) -> None:
+def first_of_each(commands: list[str]) -> list[str]:
+    """The first race of each sweep directory (each memory's first), in order."""
+    firsts: dict[str, str] = {}
+    for command in commands:
+        words = shlex.split(command)
+        firsts.setdefault(words[words.index("--sweep-dir") + 1], command)
+    return list(firsts.values())
+
+
+def time_memories(
+    memories: list[str], T0s: list[int], budget_s: float, extra: tuple[str, ...] = ()
+) -> None:
     """Seconds per update of each memory at each T0 (claim_runs.seconds_per_update, one untimed
     update first), with the hours one run takes at the epoch limit and one race in the worst
-    case: both tasks, the seeds and every learning rate to the limit."""
+    case: both tasks, the seeds and every learning rate to the limit. `extra`: every job's
+    overrides (a model of your own's hydra.searchpath)."""
     epochs, batches = SETTING.trainer.max_epochs, SETTING.data.batches_per_epoch
     print(f"seconds per update, {budget_s:g} s each, {torch.get_num_threads()} thread(s);")
     print(f"a run at the limit: {epochs} epochs x {batches} updates; a race: both tasks, the")
@@ -102,10 +135,10 @@ def time_memories(memories: list[str], T0s: list[int], budget_s: float) -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for T0 in T0s:
         for memory in memories:
-            overrides = [*model_overrides(memory), f"T0={T0}"]
+            overrides = [*model_overrides(memory), f"T0={T0}", *extra]
             s = seconds_per_update(overrides, 10**9, 1, EXPERIMENT, budget_s)
             hours = s * epochs * batches / 3600
-            runs = len(TASKS) * len(SEEDS) * len(LRS[memory])
+            runs = len(TASKS) * len(SEEDS) * len(lrs(memory))
             print(
                 f"| {memory} | {T0} | {s:.3f} | {hours:.2f} | {runs} | {runs * hours:.1f} |",
                 flush=True,
@@ -118,7 +151,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--time", type=float, metavar="SECONDS", help="time each memory at each T0 (one thread)"
     )
-    p.add_argument("--models", nargs="+", choices=MEMORIES, default=list(MEMORIES))
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MEMORIES),
+        metavar="MODEL",
+        help=f"{', '.join(MEMORIES)}, or a model of your own by its conf name (default: all)",
+    )
     p.add_argument("--T0", type=int, nargs="+", help="default: each memory's 2-core CPU lengths")
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     p.add_argument(
@@ -133,14 +172,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if args.time:
         torch.set_num_threads(1)
-        cpu = sorted({T for m in args.models for T in CPU_T0S.get(m, ())})
-        time_memories(args.models, args.T0 or cpu, args.time)
+        cpu = sorted({T for m in args.models if m not in ARCHIVED for T in lengths(m)})
+        time_memories(args.models, args.T0 or cpu, args.time, tuple(args.overrides))
         return
     commands = extended(
         plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides
     )
-    if commands:
-        check_command(commands[0])
+    for command in first_of_each(commands):  # a model of your own's name is checked here
+        check_command(command)
     if args.run:
         run(commands, args.launcher, args.races)
         return

@@ -13,16 +13,19 @@ limit too, so "accuracy after the limit" is over the whole grid as well.
 
 All jobs go through `src/train.py` into one sweep directory, named from their settings as in any
 multirun, so rerunning the same command fills in only what is missing (and resumes what was cut
-off). Each stage's jobs of one cell train as one pack (`--launcher packed`, the default: a rival's
-epoch cap acts inside it), packs side by side, at most one per CPU; `--launcher parallel` runs
-the jobs side by side one by one, `--launcher local` one after another, `--launcher slurm` sends
-them to a cluster.
+off). The jobs run where the race runs: a relative --sweep-dir, `hydra.searchpath=[file://...]`
+(a model of your own, docs/plugins.md) and every other path are read from there. Each stage's
+jobs of one cell train as one pack (`--launcher packed`, the default: a rival's epoch cap acts
+inside it), packs side by side, at most one per CPU; `--launcher parallel` runs the jobs side by
+side one by one, `--launcher local` one after another, `--launcher slurm` sends them to a
+cluster.
 Every invocation is appended to `<sweep dir>/sweep.json` with its command line and times;
 `python -m longterm.analysis.collect` reads them.
 """
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -151,11 +154,12 @@ class Race:
 
     def train(self, overrides: list[str]) -> None:
         a = self.args
-        command = ["src/train.py", "-m", f"launcher={a.launcher}", *overrides, *a.overrides]
+        script = os.path.relpath(TRAIN_PY)  # src/train.py in the repository
+        command = [script, "-m", f"launcher={a.launcher}", *overrides, *a.overrides]
         command += ["trainer.enable_progress_bar=false", f"hydra.sweep.dir={self.sweep_dir}"]
         self.commands.append(command)
         print("+ python", shlex.join(command), flush=True)
-        self.failures += self.runner([sys.executable, *command], TRAIN_PY.parents[1]) != 0
+        self.failures += self.runner([sys.executable, *command], Path.cwd()) != 0
 
     def run(self) -> int:
         a = self.args

@@ -16,6 +16,10 @@ own runs; a rerun fills in only what is missing. The attention models get `model
 so that they see the whole sequence. `--launcher local`: token tasks train one job at a time
 under any launcher (they are not packed).
 
+A model of your own (docs/plugins.md) races as a built-in does, by its conf file's name, its
+conf directory given to every job after `--` (`--models gru -- "hydra.searchpath=[file://$PWD/
+mylab/conf]"`, run from your own directory: its sweeps go to `outputs/recall/` there).
+
 The races are listed settings first, then widths, then models, and `--run` takes them in that
 order `--races` at a time (experiments/command_queue.py): on a CPU one process of one thread per
 core, each taking the next race when its own ends; with `--launcher slurm` 8, each waiting for its
@@ -88,7 +92,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
     p.add_argument("--dims", type=int, nargs="+", default=DIMS)
-    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=MODELS,
+        metavar="MODEL",
+        help=f"{', '.join(MODELS)}, or a model of your own by its conf name (default: all)",
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
     p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
@@ -100,10 +110,10 @@ def main(argv: list[str] | None = None) -> None:
         tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
     )
     chosen = extended(chosen, args.overrides)
-    if chosen:
-        from longterm.experiments.lr_race import check_command  # composes: only to check
+    from longterm.experiments.lr_race import check_command  # composes: only to check
 
-        check_command(chosen[0])
+    for command in chosen[: len(args.models)]:  # each model's first race
+        check_command(command)
     if args.run:
         run(chosen, args.launcher, args.races)
     else:
