@@ -19,7 +19,8 @@ only what is missing (and resumes what was cut off). `--run` takes the races fro
 `--races` at a time (experiments/command_queue.py): on a CPU one per core, each race one thread;
 with `--launcher slurm` 8, each waiting for its jobs on the cluster. Without --T0, a memory runs
 at the lengths its cost allows on a 2-core CPU (analysis.every_memory.CPU_T0S); the longer ones
-are for a GPU (`trainer.accelerator=auto` takes it) or SLURM.
+are for a GPU (`trainer.accelerator=auto` takes it; `--races N` sets how many races share it,
+one per CPU core unless told) or SLURM.
 The paper's network with attention and mean pooling is not run again: its rows are the archived
 Table 1 runs (runs/table1, runs/table1_long), which the page reads.
 
