@@ -3,7 +3,8 @@ T0, a panel per task, a row per memory, a column per T0 (Raffel & Ellis 2015, §
 
 A cell is green where every seed solved (its text: the median epochs to 100%), light green where
 some did (`s/n` seeds), and where none did a shade of red by the median over seeds of each seed's
-best accuracy at the epoch limit (its text); grey where nothing was run.
+best accuracy at the epoch limit (its text); grey where nothing was run. A `*` marks a cell with
+fewer seeds run than the fullest cell has.
 """
 
 from pathlib import Path
@@ -41,6 +42,7 @@ def plot(cells: pd.DataFrame, tasks: tuple[str, ...], memories: list[str], path:
     same bytes."""
     T0s = sorted(set(cells.T0))
     limits = cells.groupby("memory").limit.max()
+    most = cells.seeds.max()
     fig, axes = plt.subplots(1, len(tasks), figsize=(1.0 + 0.75 * len(T0s) * len(tasks), 5.6))
     axes = [axes] if len(tasks) == 1 else list(axes)
     for ax, task in zip(axes, tasks, strict=True):
@@ -50,6 +52,7 @@ def plot(cells: pd.DataFrame, tasks: tuple[str, ...], memories: list[str], path:
             for j, T0 in enumerate(T0s):
                 c = own.get((memory, T0))
                 colour, text = cell_value(c) if c is not None else (NOT_RUN, "–")
+                text += "*" if c is not None and c.seeds < most else ""
                 rgb[i, j] = UNSOLVED(colour) if isinstance(colour, float) else to_rgba(colour)
                 dark = colour == EVERY or (isinstance(colour, float) and colour < 0.5)
                 ax.text(j, i, text, ha="center", va="center", fontsize=7,
@@ -67,7 +70,7 @@ def plot(cells: pd.DataFrame, tasks: tuple[str, ...], memories: list[str], path:
     fig.colorbar(scale, ax=axes, label="unsolved: accuracy at the epoch limit (median over seeds)")
     fig.suptitle(
         "green: every seed solved (median epochs to 100%); light green: some seeds (solved/run); "
-        "red: none (accuracy)",
+        "red: none (accuracy); *: fewer seeds run",
         fontsize=8,
     )
     fig.savefig(path, dpi=90, bbox_inches="tight", metadata={"Software": None})
