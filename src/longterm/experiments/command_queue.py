@@ -16,9 +16,9 @@ queue when their printed lists are run together:
 
 (the lines starting with `#` are the planners' notes, and skipped). The commands run where this
 runs, as the planners that print them assume: from the repository, or from a directory of your
-own with a model of your own (docs/plugins.md). Two commands may share a
-sweep directory (one memory's races at two lengths): their jobs are apart, and sweep.json takes
-one record at a time (store/records.py: append_record).
+own with a model of your own (docs/plugins.md). Two commands may share a sweep directory (one
+memory's races at two lengths): their jobs are apart, and sweep.json takes one record at a time
+(store/records.py: append_record).
 """
 
 import argparse
