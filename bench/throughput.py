@@ -121,14 +121,18 @@ def build(overrides: list[str], T0: int, device: str) -> tuple[torch.nn.Module, 
     return net, tuple(t.to(device) for t in batch)
 
 
-def model_flops(overrides: list[str], T0: int) -> int:
+def model_flops(case: str, T0: int) -> int:
     """Matrix-product FLOPs of one update of the reference implementation (forward + backward);
     Mamba's with its compiled kernel (model.impl=auto) whatever the case's, the same count for
     both forms: its readable form is too large at T0 = 10000, and the count is that of the
-    projections, since the kernel's scan is no matrix product."""
+    projections, since the kernel's scan is no matrix product. GLA's are counted on the meta
+    device (shapes only, no memory): its chunked form takes over 20 GB at T0 = 10000 on the CPU,
+    and its chunks are the same on every device (models/chunks.py), so the count is the CPU's.
+    The others are counted on the CPU (DeltaNet's chunks differ off the CPU)."""
+    overrides = CASES[case][0]
     impl = "model.impl=auto" if "model=mamba" in overrides else "model.impl=reference"
     reference = [o for o in overrides if not o.startswith("model.impl=")] + [impl]
-    net, (x, y, mask) = build(reference, T0, "cpu")
+    net, (x, y, mask) = build(reference, T0, "meta" if "model=gla" in overrides else "cpu")
     # With oneDNN, nn.LSTM runs as one opaque kernel that the counter cannot see into.
     with torch.backends.mkldnn.flags(enabled=False), FlopCounterMode(display=False) as counter:
         F.mse_loss(net(x, mask).squeeze(-1), y).backward()
@@ -219,7 +223,7 @@ def measure(case: str, T0: int, device: str, min_time: float, min_updates: int) 
         "T": x.shape[1],
         "s_per_update": statistics.median(times),
         "updates_timed": len(times),
-        "flops": model_flops(overrides, T0),
+        "flops": model_flops(case, T0),
         "ops": ops_per_update(case, T0),
     }
 
@@ -227,6 +231,7 @@ def measure(case: str, T0: int, device: str, min_time: float, min_updates: int) 
 def child(case: str, T0: int, args: argparse.Namespace, min_updates: int, env: dict) -> dict:
     cmd = [sys.executable, __file__, "--case", case, "--T0", str(T0), "--device", args.device]
     cmd += ["--min-time", str(args.min_time), "--min-updates", str(min_updates)]
+    cmd += [] if args.threads is None else ["--threads", str(args.threads)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"case {case} at T0={T0} failed:\n{out.stderr[-3000:]}")
@@ -277,6 +282,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--min-time", type=float, default=3.0, help="seconds timed per case")
     parser.add_argument("--min-updates", type=int, default=3, help="0: measure memory instead")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="torch's threads in every process (default torch's own, one per core; 1 as a"
+        " sweep's runs have, and on a machine where other work runs)",
+    )
     parser.add_argument(
         "--runs", type=Path, nargs="*", default=[], help="run directories to report as well"
     )
@@ -352,6 +363,8 @@ def print_ops(args: argparse.Namespace) -> None:
 def main() -> None:
     """Measure every case at every T0 and write the page; with --case, measure one case only."""
     args = parse()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     if args.ops_only:
         print_ops(args)
         return
