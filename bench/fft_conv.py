@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from kernels import page
+from kernels import write_page
 
 from longterm.models.fft_conv import causal_fft_conv, fft_length
 from longterm.tasks import default_width
@@ -99,15 +99,13 @@ def main() -> int:
             f"| {r['error']:.1e} |"
         )
         print(rows[-1], flush=True)
-    summary = __doc__.split("\n\n")[0].replace("\n", " ")
-    summary += (
+    more = (
         f" The median of {args.repeats} passes after one untimed; × is the time before over the"
         " time of the form (above 1: faster); the last column is the largest difference of now's"
         " output and gradients from before's, over before's largest magnitude."
     )
-    if args.out:
-        title = "The causal FFT convolution of S4D and Hyena"
-        args.out.write_text(page(title, "bench/fft_conv.py", started, args.note, summary, rows))
+    title = "The causal FFT convolution of S4D and Hyena"
+    write_page(args.out, title, started, args.note, __doc__, more, rows)
     return 0
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-from kernels import B, inputs, page
+from kernels import B, inputs, write_page
 from torch.nn import functional as F
 
 from longterm.models import linear_attention_cpu, selective_scan_cpu
@@ -138,14 +138,11 @@ def main() -> int:
                     f"| {b1:.2f} | {b0 / b1:.2f} | {'equal' if r['equal'] else 'DIFFERENT'} |"
                 )
                 print(rows[-1], flush=True)
-    summary = __doc__.split("\n\n")[0].replace("\n", " ")
-    summary += (
+    more = (
         f" The median of {args.repeats} passes after one untimed; × is the time at {rev} over"
         " the time now (above 1: faster now)."
     )
-    if args.out:
-        title, script = "A change to the CPU kernels", "bench/kernel_change.py"
-        args.out.write_text(page(title, script, started, args.note, summary, rows))
+    write_page(args.out, "A change to the CPU kernels", started, args.note, __doc__, more, rows)
     return 0
 
 

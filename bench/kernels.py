@@ -28,6 +28,7 @@ from longterm.store.records import git_commit, machine
 from longterm.tasks import default_width
 
 B, H = 100, 4
+ROOT = Path(__file__).resolve().parents[1]
 SHAPES = {"gla": (8, 16), "delta": (16, 16)}  # d_k, d_v
 CHUNKED = {"gla": gla_chunked, "delta": delta_chunked}
 
@@ -75,12 +76,19 @@ def forward_backward(name: str, T: int, form: str, repeats: int) -> float:
     return timed(run, repeats)
 
 
-def page(title: str, script: str, started: float, note: str, summary: str, rows: list[str]) -> str:
-    """A generated page: its title, the command that regenerates it (this process's arguments),
-    the date, commit, machine and threads, the benchmark's seconds since `started`, a note on the
-    machine, the summary of what is measured, and the table's rows."""
+def write_page(
+    out: Path | None, title: str, started: float, note: str, doc: str, more: str, rows: list[str]
+) -> None:
+    """Write a generated page to `out` (None: nothing): its title, the command that regenerates
+    it (this process's script and arguments), the date, commit, machine and threads, the
+    benchmark's seconds since `started`, a note on the machine, what is measured (the first
+    paragraph of the script's docstring `doc`, then `more`), and the table's rows."""
+    if out is None:
+        return
+    script = Path(sys.argv[0]).resolve().relative_to(ROOT).as_posix()
     command = shlex.join(["python", script, *sys.argv[1:]])
-    return "\n".join(
+    summary = doc.split("\n\n")[0].replace("\n", " ") + more
+    text = "\n".join(
         [
             f"# {title}",
             "",
@@ -98,6 +106,7 @@ def page(title: str, script: str, started: float, note: str, summary: str, rows:
             "",
         ]
     )
+    out.write_text(text)
 
 
 def main() -> int:
@@ -125,11 +134,9 @@ def main() -> int:
                 f"| {ms['chunked'] / ms['-O2']:.1f}× faster | {ms['-O3'] / ms['-O2']:.1f}× faster |"
             )
             print(rows[-1], flush=True)
-    summary = __doc__.split("\n\n")[0].replace("\n", " ")
-    summary += f" The median of {args.repeats} passes after one untimed."
-    if args.out:
-        title = "The linear-attention kernels on the CPU"
-        args.out.write_text(page(title, "bench/kernels.py", started, args.note, summary, rows))
+    more = f" The median of {args.repeats} passes after one untimed."
+    title = "The linear-attention kernels on the CPU"
+    write_page(args.out, title, started, args.note, __doc__, more, rows)
     return 0
 
 
