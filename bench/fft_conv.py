@@ -10,15 +10,13 @@ ratio is between cases measured in this run.
     python bench/fft_conv.py --out docs/performance_fft_conv.md
 """
 
-import argparse
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
-from kernels import write_page
+from kernels import arguments, write_page
 
 from longterm.models.fft_conv import causal_fft_conv, fft_length
 from longterm.tasks import default_width
@@ -74,13 +72,8 @@ def compare(T: int, repeats: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--T0", type=int, nargs="+", default=[50, 100, 1000, 10000])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--note", default="", help="a line on the run, e.g. what else ran")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
+    args = arguments(__doc__, [50, 100, 1000, 10000], 5).parse_args()
+    torch.set_num_threads(args.threads)
     started = time.perf_counter()
     rows = [
         "| T0 | T | points before → now | before: forward + backward, ms "

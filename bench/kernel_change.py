@@ -9,7 +9,6 @@ one thread (as a sweep's runs are). Every ratio is between cases measured in thi
     python bench/kernel_change.py --against 0753701 --out docs/performance_kernel_change.md
 """
 
-import argparse
 import importlib.util
 import statistics
 import subprocess
@@ -21,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-from kernels import B, inputs, write_page
+from kernels import B, arguments, inputs, write_page
 from torch.nn import functional as F
 
 from longterm.models import linear_attention_cpu, selective_scan_cpu
@@ -105,15 +104,11 @@ def compare(name: str, T: int, old: Path, repeats: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments(__doc__, [50, 1000], 5)
     parser.add_argument("--against", required=True, help="the commit whose kernels to measure")
     parser.add_argument("--kernels", nargs="+", default=list(MODULES), choices=list(MODULES))
-    parser.add_argument("--T0", type=int, nargs="+", default=[50, 1000])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--note", default="", help="a line on the run, e.g. what else ran")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     started = time.perf_counter()
     rev = subprocess.run(
         ["git", "rev-parse", "--short", args.against], cwd=ROOT, capture_output=True, text=True

@@ -109,14 +109,20 @@ def write_page(
     out.write_text(text)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--T0", type=int, nargs="+", default=[50, 1000])
-    parser.add_argument("--repeats", type=int, default=10)
+def arguments(doc: str, T0: list[int], repeats: int) -> argparse.ArgumentParser:
+    """The command line these kernel benchmarks share (their docstring's first paragraph as the
+    description): --T0, --repeats, --threads (1, a sweep run's), --out and --note."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--T0", type=int, nargs="+", default=T0)
+    parser.add_argument("--repeats", type=int, default=repeats)
     parser.add_argument("--threads", type=int, default=1, help="torch's threads (a sweep run's: 1)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--note", default="", help="a line on the run, e.g. what else ran")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = arguments(__doc__, [50, 1000], 10).parse_args()
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     rows = [
