@@ -11,8 +11,9 @@ steps), y = irfft(rfft(u, n) · rfft(k, n), n)[:T]. Its gradients are the matchi
 Two choices make it 1.3 to 3 times as fast on the CPU as `irfft(rfft(u, 2T) * rfft(k, 2T))`
 under autograd (bench/fft_conv.py measures both and checks they agree):
 - n is the least even 2^a 3^b 5^c 7^d >= 2T (`fft_length`), not 2T: a transform whose length has
-  a large prime factor takes two to three times as long (at T0 = 100 the batches' width is 111,
-  and 2T = 222 = 2 · 3 · 37; n = 224 = 2^5 · 7).
+  a large prime factor is slow (at T0 = 100 the batches' width is 111, and over 2T = 222 =
+  2 · 3 · 37 points the convolution takes about twice as long as over n = 224 = 2^5 · 7: the
+  "length only" column of docs/performance_fft_conv.md).
 - The backward pass is written out (`CausalFFTConv`): autograd takes the gradient of rfft(u, n)
   through a complex transform of all n points, twice the work of the real one used here, and
   sums ∂L/∂k over the batch after the inverse transform instead of before it.
