@@ -60,6 +60,11 @@ def test_every_shipped_config_passes():
             "data.lengths='both' is invalid: Input should be 'per_sequence' or",
         ),
         ("model.dim", 0, "model.dim=0 is invalid"),
+        (
+            "task.params.k",
+            "many",
+            "task.params.k='many' is invalid: Input should be a number or true/false",
+        ),
         ("model.init", "xavier", "model.init='xavier' is invalid: Input should be 'paper' or"),
         ("pool.mask_padding", "yes", "pool.mask_padding='yes' is invalid: Input should be a valid"),
         ("trainer.max_epochs", 0, "trainer.max_epochs=0 is invalid"),

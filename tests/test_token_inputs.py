@@ -16,7 +16,9 @@ from longterm.config.validate import ConfigError
 from longterm.models.build import sequence_model
 from longterm.models.readouts import AttentionPooling
 from longterm.sweeps.pack import packable
-from longterm.training.memory_estimate import data_bytes, memory_error
+from longterm.tasks import default_width
+from longterm.training.eval_lengths import accuracy_at
+from longterm.training.memory_estimate import GiB, data_bytes, eval_batch, memory_error
 from longterm.training.parts import build_model
 from longterm.training.run import train
 
@@ -104,6 +106,40 @@ TOKEN_RUN = quick(
     "logger=none",
     base=TINY,
 )
+
+
+def test_an_evaluation_length_too_long_for_one_sequence_is_refused_before_training():
+    """The run fits, but scoring one sequence at eval.lengths' T0 would not: the logits alone of
+    one sequence of 5.5 million steps at vocab 8192 are 180 GB."""
+    cfg = composed("task=mqar", "pool=per_step", "model=lstm", "T0=64")
+    data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
+    net = build_model(cfg).net
+    assert memory_error(net, data, task, eval_lengths=[64, 256]) is None
+    error = memory_error(net, data, task, eval_lengths=[256, 5_000_000])
+    assert error.startswith("eval.lengths: T0=5000000 needs about ") and "\n" not in error
+    assert error.endswith("GiB available: use shorter eval.lengths")
+    assert (
+        float(error.split("one sequence's forward pass: ")[1].split(")")[0])
+        > 5_500_000 * 8192 * 4 / GiB
+    )
+
+
+def test_evaluation_batches_are_split_to_fit_and_score_the_same():
+    """A batch of 100 sequences of 10,000 steps at vocab 8192 holds 36 GB of logits: scored in
+    parts where the memory is short, all at once where it is not; the parts score the same
+    sequences with the same accuracy as the whole batch."""
+    cfg = composed("task=mqar", "pool=per_step", "model=lstm", "T0=64")
+    net, task = build_model(cfg).net, OmegaConf.to_container(cfg.task, resolve=True)
+    logits = default_width(10_000) * 8192 * 4
+    assert eval_batch(net, task, 10_000, 100, room=1000 * logits) == 100
+    parts = eval_batch(net, task, 10_000, 100, room=40 * logits)
+    assert 1 <= parts < 40 * 0.8
+    assert eval_batch(net, task, 10_000, 100, room=logits // 10) == 1
+    module = build_model(composed(*TOKEN_RUN, "model=lstm", "eval.sequences=10"))
+    module.eval()
+    run = composed(*TOKEN_RUN, "model=lstm", "eval.sequences=10", "data.batch_size=5")
+    whole = accuracy_at(module, run, 48, at_once=5)
+    assert accuracy_at(module, run, 48, at_once=2) == whole == accuracy_at(module, run, 48)
 
 
 def test_token_runs_train_in_process_and_are_collected_by_length(tmp_path):

@@ -48,8 +48,17 @@ class Section(BaseModel):
 # TensorBoard.
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 ImportPath = Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*\.\w+$")]
-# A task's own key (task.params.*): an integer, a number (mqar: power_a) or a flag.
-TaskParams = dict[str, int | float | bool]
+
+
+def task_param(value: Any) -> Any:
+    """A task's own key (task.params.*): an integer, a number (mqar: power_a) or a flag. One
+    check, so a bad value gets one message rather than one per member of `int | float | bool`."""
+    if type(value) in (int, float, bool):
+        return value
+    raise PydanticCustomError("task_param", "Input should be a number or true/false")
+
+
+TaskParams = dict[str, Annotated[Any, AfterValidator(task_param)]]
 
 
 class TaskSection(Section):

@@ -50,8 +50,10 @@ def mqar(
     """Returns X (n, width) int64 tokens (0 on padding), y (n, width) int64 values on the query
     steps and NO_TARGET elsewhere, mask (n, width) bool, True on the first min_length steps."""
     T, k, n = min_length, kv_pairs, n_sequences
-    if k < 1 or 4 * k > T:
-        raise ValueError(f"mqar: kv_pairs={k} needs 1 <= kv_pairs and length >= {4 * k}, got {T}")
+    if k < 1:
+        raise ValueError(f"mqar: kv_pairs={k} must be >= 1")
+    if 4 * k > T:
+        raise ValueError(f"mqar: kv_pairs={k} needs length >= {4 * k} (4 steps a pair), got {T}")
     if not k < vocab // 2:
         raise ValueError(f"mqar: vocab={vocab} has fewer than kv_pairs={k} keys (1..vocab/2-1)")
     if not power_a > 0:

@@ -36,9 +36,12 @@ def selective_copying(
     T, M, n = min_length, data_tokens, n_sequences
     if vocab < 3:
         raise ValueError(f"selective_copying: vocab={vocab} must be >= 3 (noise, data, marker)")
-    if M < 1 or 2 * M > T:
+    if M < 1:
+        raise ValueError(f"selective_copying: data_tokens={M} must be >= 1")
+    if 2 * M > T:
         raise ValueError(
-            f"selective_copying: data_tokens={M} needs 1 <= data_tokens and length >= {2 * M}"
+            f"selective_copying: data_tokens={M} needs length >= {2 * M} (2 steps a token), "
+            f"got {T}"
         )
     width = max_length or default_width(T)
     data = rng.randint(1, vocab - 1, size=(n, M))

@@ -55,12 +55,10 @@ def saved_bytes(net: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
     return sum(storages.values()) + out.numel() * out.element_size()
 
 
-def activation_bytes(
-    net: nn.Module, n_features: int, batch_size: int, width: int, vocab: int | None = None
-) -> int:
-    """What one update of `net` saves for its backward pass on a batch of `batch_size` sequences
-    of `width` steps, measured at PROBE_STEPS and extrapolated linearly; with `vocab`, on token
-    ids (the net embeds them) instead of `n_features` features."""
+def probe_bytes(net: nn.Module, n_features: int, vocab: int | None = None) -> tuple[int, int]:
+    """What one forward of `net` saves for its backward pass on PROBE_BATCH sequences at each of
+    PROBE_STEPS; with `vocab`, on token ids (the net embeds them) instead of `n_features`
+    features."""
     measured, probe = [], copy.deepcopy(net)  # a probe's forward may change a module's state
     g = torch.Generator().manual_seed(0)  # and never draws from the run's random stream
     for steps in PROBE_STEPS:
@@ -70,9 +68,23 @@ def activation_bytes(
             x = torch.randint(vocab, (PROBE_BATCH, steps), generator=g)
         mask = torch.ones(PROBE_BATCH, steps, dtype=torch.bool)
         measured.append(saved_bytes(probe, x, mask))
-    (t1, t2), (m1, m2) = PROBE_STEPS, measured
+    return measured[0], measured[1]
+
+
+def extrapolated(probed: tuple[int, int], batch_size: int, width: int) -> int:
+    """The probes' bytes extrapolated linearly to `batch_size` sequences of `width` steps."""
+    (t1, t2), (m1, m2) = PROBE_STEPS, probed
     per_step = max(m2 - m1, 0) / (t2 - t1)
     return int((m2 + per_step * (width - t2)) * batch_size / PROBE_BATCH)
+
+
+def activation_bytes(
+    net: nn.Module, n_features: int, batch_size: int, width: int, vocab: int | None = None
+) -> int:
+    """What one update of `net` saves for its backward pass on a batch of `batch_size` sequences
+    of `width` steps, measured at PROBE_STEPS and extrapolated linearly; with `vocab`, on token
+    ids (the net embeds them) instead of `n_features` features."""
+    return extrapolated(probe_bytes(net, n_features, vocab), batch_size, width)
 
 
 def data_bytes(
@@ -97,27 +109,56 @@ def longest_width(data: dict) -> int:
     return default_width(data["T0"]) if data["name"] == "fixed" else data["max_length"]
 
 
-def memory_error(net: nn.Module, data: dict, task: dict, side_by_side: int = 1) -> str | None:
+def memory_error(
+    net: nn.Module, data: dict, task: dict, side_by_side: int = 1, eval_lengths: list[int] = ()
+) -> str | None:
     """Why a run of `net` on `data` and `task` (the config's sections) cannot fit in memory, in
     one line with the estimate and what the machine has; None when it fits. A job that runs
-    beside others (`side_by_side`, launcher=parallel) may plan on its share of the memory."""
+    beside others (`side_by_side`, launcher=parallel) may plan on its share of the memory.
+    `eval_lengths` (eval.lengths), scored after training with the validation set still held,
+    need one sequence's forward pass at a time (eval_batch splits the batches to fit)."""
     n_features, tokens = task.get("n_features"), task.get("inputs", "onehot") == "tokens"
     held, batch = data_bytes(data, n_features, task["labels"] == "step", tokens)
-    vocab = task["vocab"] if tokens else None
-    active = activation_bytes(net, n_features, data["batch_size"], longest_width(data), vocab)
+    probed = probe_bytes(net, n_features, task["vocab"] if tokens else None)
+    width = longest_width(data)
+    active = extrapolated(probed, data["batch_size"], width)
     need, room = held + batch + active, available_bytes() / side_by_side
-    if need <= FIT_FRACTION * room:
-        return None
-    share, fixes = "", ["shorter sequences", "a smaller data.batch_size"]
-    if side_by_side > 1:
-        share = f" for each of {side_by_side} jobs side by side"
-        fixes.append("fewer jobs at a time (launcher.jobs)")
-    where = (
-        f"T0={data['T0']}" if data["name"] == "fixed" else f"data.max_length={data['max_length']}"
-    )
-    return (
-        f"{where} needs about {need / GiB:.1f} GiB (the validation set held: {held / GiB:.1f}, "
-        f"a batch of {data['batch_size']} being generated: {batch / GiB:.1f}, the update's "
-        f"activations: {active / GiB:.1f}) and this machine has {room / GiB:.1f} GiB available"
-        f"{share}: use {', '.join(fixes)}, or fewer validation sequences"
-    )
+    share = f" for each of {side_by_side} jobs side by side" if side_by_side > 1 else ""
+    if need > FIT_FRACTION * room:
+        fixes = ["shorter sequences", "a smaller data.batch_size"]
+        if side_by_side > 1:
+            fixes.append("fewer jobs at a time (launcher.jobs)")
+        where = (
+            f"T0={data['T0']}"
+            if data["name"] == "fixed"
+            else f"data.max_length={data['max_length']}"
+        )
+        return (
+            f"{where} needs about {need / GiB:.1f} GiB (the validation set held: "
+            f"{held / GiB:.1f}, a batch of {data['batch_size']} being generated: "
+            f"{batch / GiB:.1f}, the update's activations: {active / GiB:.1f}) and this machine "
+            f"has {room / GiB:.1f} GiB available{share}: use {', '.join(fixes)}, or fewer "
+            "validation sequences"
+        )
+    for T0 in eval_lengths:
+        drawn = batch * default_width(T0) // width  # a batch drawn at T0
+        one = extrapolated(probed, 1, default_width(T0))
+        if held + drawn + one > FIT_FRACTION * room:
+            return (
+                f"eval.lengths: T0={T0} needs about {(held + drawn + one) / GiB:.1f} GiB to score "
+                f"one sequence (the validation set held: {held / GiB:.1f}, a batch of "
+                f"{data['batch_size']} drawn: {drawn / GiB:.1f}, one sequence's forward pass: "
+                f"{one / GiB:.1f}) and this machine has {room / GiB:.1f} GiB available{share}: "
+                "use shorter eval.lengths"
+            )
+    return None
+
+
+def eval_batch(net: nn.Module, task: dict, T0: int, batch_size: int, room: int) -> int:
+    """How many sequences of one drawn batch of length `T0` (eval.lengths) to score in one
+    forward pass: all `batch_size` where they fit in FIT_FRACTION of `room` bytes, else as many
+    as fit, at least one (memory_error refused a length where one does not)."""
+    tokens = task.get("inputs", "onehot") == "tokens"
+    probed = probe_bytes(net, task.get("n_features"), task["vocab"] if tokens else None)
+    one = max(extrapolated(probed, 1, default_width(T0)), 1)
+    return max(1, min(batch_size, int(FIT_FRACTION * room // one)))

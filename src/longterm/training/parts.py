@@ -85,9 +85,11 @@ def take_budget(cfg: DictConfig) -> int:
 
 
 def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -> None:
-    """RunError when the run cannot fit the machine's memory (training/memory_estimate.py)."""
+    """RunError when the run, or its scoring at eval.lengths after training, cannot fit the
+    machine's memory (training/memory_estimate.py)."""
     data, task = (OmegaConf.to_container(c, resolve=True) for c in (cfg.data, cfg.task))
-    too_large = memory_error(module.net, data, task, side_by_side)
+    lengths = OmegaConf.select(cfg, "eval.lengths", default=None) or []
+    too_large = memory_error(module.net, data, task, side_by_side, lengths)
     if too_large:
         raise RunError(too_large)
 
