@@ -14,6 +14,7 @@ import pytest
 import torch
 from conftest import (
     LONGER,
+    PLUGINS,
     QUICK,
     composed,
     metrics,
@@ -119,6 +120,34 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
     assert sessions(tmp_path) == (1, 1)
     # the time of the stopped process is kept beside the last one's
     assert read_json(tmp_path / "result.json")["earlier_wall_time_s"] == stopped["wall_time_s"]
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_scoring_eval_lengths_is_recorded_and_the_rerun_scores(tmp_path, name):
+    """Ctrl-C or SIGTERM after training, while the trained model is scored at eval.lengths:
+    result.json says interrupted and the process says so in one line; the same command resumes
+    from the last checkpoint, trains no further, and scores."""
+    flag, run_dir = tmp_path / "signal-once", tmp_path / "run"
+    flag.touch()
+    args = [
+        *quick("trainer.max_epochs=1"),
+        "task.generator=faulty.addition_signalled",
+        "task.name=addition_signalled",
+        "eval.lengths=[60]",
+        "eval.sequences=4",
+        f"hydra.run.dir={run_dir}",
+    ]
+    env = {"PYTHONPATH": str(PLUGINS), "SIGNAL_ONCE": name, "SIGNAL_ONCE_FLAG": str(flag)}
+    stopped = train_py(*args, env=env)
+    assert stopped.returncode == 1 and "Traceback" not in stopped.stderr, stopped.stderr
+    assert stopped.stderr.strip().splitlines()[-1] == f"interrupted: {run_dir / 'result.json'}"
+    first = read_json(run_dir / "result.json")
+    assert first["status"] == "interrupted" and "eval_lengths" not in first and not flag.exists()
+    resumed = train_py(*args, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    second = read_json(run_dir / "result.json")
+    assert second["status"] == "max_epochs" and second["updates"] == first["updates"] == 20
+    assert list(second["eval_lengths"]) == ["60"] and second["eval_sequences"] == 4
 
 
 def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_path, uninterrupted):

@@ -2,6 +2,7 @@
 whose output turns NaN, one that raises. Each counts its training forward passes."""
 
 import os
+import signal
 
 import torch
 from torch import Tensor, nn
@@ -53,4 +54,17 @@ def addition_until(rng, min_length, n_sequences, max_length=None, after: int = 1
     drawn = BATCHES[os.getpid()] = BATCHES.get(os.getpid(), 0) + 1
     if drawn > after:
         raise RuntimeError(f"the task plugin failed at batch {drawn}")
+    return addition(rng, min_length, n_sequences, max_length)
+
+
+def addition_signalled(rng, min_length, n_sequences, max_length=None, at: int = 60):
+    """The paper's addition task; drawing a batch of more than 2 sequences at length `at` (scoring
+    at eval.lengths, not the config's check of 2) sends this process the signal named by
+    $SIGNAL_ONCE once: while the file $SIGNAL_ONCE_FLAG exists, which the signal removes."""
+    from longterm.tasks import addition
+
+    flag = os.environ.get("SIGNAL_ONCE_FLAG")
+    if min_length == at and n_sequences > 2 and flag and os.path.exists(flag):
+        os.remove(flag)
+        os.kill(os.getpid(), signal.Signals[os.environ["SIGNAL_ONCE"]])
     return addition(rng, min_length, n_sequences, max_length)

@@ -40,8 +40,7 @@ def selective_copying(
         raise ValueError(f"selective_copying: data_tokens={M} must be >= 1")
     if 2 * M > T:
         raise ValueError(
-            f"selective_copying: data_tokens={M} needs length >= {2 * M} (2 steps a token), "
-            f"got {T}"
+            f"selective_copying: data_tokens={M} needs length >= {2 * M} (2 steps a token), got {T}"
         )
     width = max_length or default_width(T)
     data = rng.randint(1, vocab - 1, size=(n, M))

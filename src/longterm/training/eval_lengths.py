@@ -12,6 +12,10 @@ validation's (the module's metric, a fresh copy): the final weights, in eval mod
 records `eval_lengths`: {"<T0>": accuracy, ...} and `eval_sequences`.
 """
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -65,6 +69,26 @@ def length_accuracies(cfg: DictConfig, module: MemoryTaskModule) -> dict[str, An
         return {}
     training = module.training
     module.eval()
-    found = {str(T0): accuracy_at(module, cfg, T0) for T0 in lengths}
+    with sigterm_stops():
+        found = {str(T0): accuracy_at(module, cfg, T0) for T0 in lengths}
     module.train(training)
     return {"eval_lengths": found, "eval_sequences": cfg.eval.sequences}
+
+
+@contextmanager
+def sigterm_stops() -> Iterator[None]:
+    """SIGTERM while scoring ends the run as Ctrl-C does, recorded as interrupted (the same
+    command resumes and scores): Lightning's own handler is gone once `fit` returns, and the
+    default one would end the process with no record."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)  # what Lightning's SIGTERM exit says (training/record.py)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -183,9 +183,12 @@ def record_failure(
         end_session(logger, result)
     except OSError as unwritten:
         log.warning(f"the failure could not be recorded in {run_dir}: {unwritten}")
-    # Lightning's exit on SIGTERM says 0, and on Ctrl-C 1 after its KeyboardInterrupt
+    # Lightning's exit on SIGTERM says 0, and on Ctrl-C 1 after its KeyboardInterrupt; a Ctrl-C
+    # after training (scoring eval.lengths) is the KeyboardInterrupt itself
     ctrl_c = isinstance(error.__context__, KeyboardInterrupt)
-    if isinstance(error, SystemExit) and (not error.code or ctrl_c):
+    if isinstance(error, KeyboardInterrupt) or (
+        isinstance(error, SystemExit) and (not error.code or ctrl_c)
+    ):
         raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from error
 
 

@@ -92,17 +92,18 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     trainer = run_trainer(cfg, [*parts.callbacks, *shows], parts.logger, enable_progress_bar=bar)
     result = open_record(cfg, parts.module, run_dir, parts.logger, parts.ckpt, parts.resumed_at)
     start = time.perf_counter()
-    try:
-        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt, weights_only=True)
-    except BaseException as e:
-        counts = outcome(
+
+    def count() -> dict[str, Any]:
+        return outcome(
             parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
         )
-        record_failure(result, parts.logger, counts, e, time.perf_counter() - start)
+
+    try:
+        trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt, weights_only=True)
+        counts = count()
+        if counts["status"] in FINAL_STATUSES:  # eval.lengths: the accuracy at other lengths
+            counts |= length_accuracies(cfg, parts.module)
+    except BaseException as e:  # in training or in scoring eval.lengths: resumed by a rerun
+        record_failure(result, parts.logger, count(), e, time.perf_counter() - start)
         raise
-    counts = outcome(
-        parts.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
-    )
-    if counts["status"] in FINAL_STATUSES:  # eval.lengths: the accuracy at other lengths
-        counts |= length_accuracies(cfg, parts.module)
     return close_record(cfg, result, parts.logger, counts, time.perf_counter() - start, say)
