@@ -93,6 +93,18 @@ def test_get_refuses_to_overwrite_a_run_directory(sweep, tmp_path):
         get(archive, tmp_path / "outputs")
 
 
+def test_get_of_a_sweep_not_archived_says_which_are(sweep, tmp_path):
+    """A misspelt sweep is refused, naming those the archive holds, and nothing is made."""
+    archive = archived(tmp_path, sweep)
+    with pytest.raises(ArchiveError) as refused:
+        get(archive.parent / "nosuch", tmp_path / "outputs")
+    assert str(refused.value) == (
+        f"{archive.parent / 'nosuch'} holds no archived sweep (no result.json under it) "
+        f"({archive.parent} holds {archive.name})"
+    )
+    assert not (tmp_path / "outputs").exists()
+
+
 def test_an_archived_run_continues_to_a_larger_limit_elsewhere(sweep, tmp_path):
     """continue_run from the archive into a fresh outputs/: the continued run resumes from the
     archived epoch, its checkpoint paths point at its new directory, and its metrics equal a
