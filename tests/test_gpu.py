@@ -79,3 +79,18 @@ def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
     for run in alone.iterdir():  # the same runs, named by the accelerator each was given
         run.rename(run.with_name(run.name.replace("accelerator=cpu", "accelerator=gpu")))
     assert_close_runs(alone, packed)
+
+
+def test_a_token_run_scores_its_eval_lengths_on_the_gpu(tmp_path):
+    """mqar on CUDA, then eval.lengths scored where it trained: the memory estimate probes the
+    trained model on its device, and the batches are split by the GPU's free memory."""
+    from conftest import read_json
+    from test_token_inputs import TOKEN_RUN
+
+    from longterm.training.run import train
+
+    run_dir = tmp_path / "run"
+    on_gpu = composed(*TOKEN_RUN, "model=lstm", "trainer.accelerator=gpu", f"run_dir={run_dir}")
+    result = train(on_gpu)
+    assert result["status"] == "max_epochs" and sorted(result["eval_lengths"]) == ["48", "64"]
+    assert read_json(run_dir / "result.json")["eval_lengths"] == result["eval_lengths"]

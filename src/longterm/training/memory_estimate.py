@@ -61,13 +61,14 @@ def probe_bytes(net: nn.Module, n_features: int, vocab: int | None = None) -> tu
     features."""
     measured, probe = [], copy.deepcopy(net)  # a probe's forward may change a module's state
     g = torch.Generator().manual_seed(0)  # and never draws from the run's random stream
+    device = next(net.parameters()).device  # after training, where the run trained
     for steps in PROBE_STEPS:
         if vocab is None:
             x = torch.randn(PROBE_BATCH, steps, n_features, generator=g)
         else:
             x = torch.randint(vocab, (PROBE_BATCH, steps), generator=g)
         mask = torch.ones(PROBE_BATCH, steps, dtype=torch.bool)
-        measured.append(saved_bytes(probe, x, mask))
+        measured.append(saved_bytes(probe, x.to(device), mask.to(device)))
     return measured[0], measured[1]
 
 
