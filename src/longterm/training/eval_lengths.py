@@ -29,14 +29,15 @@ EVAL = 2  # the random stream of these sequences (batches.TRAIN is 0, VALIDATION
 
 
 def accuracy_at(
-    module: MemoryTaskModule, cfg: DictConfig, T0: int, at_once: int | None = None
+    module: MemoryTaskModule, cfg: DictConfig, T0: int, at_once: int | None = None, jobs: int = 1
 ) -> float:
     """The module's accuracy on `cfg.eval.sequences` sequences of the run's task at `T0`, scored
-    `at_once` sequences a forward pass (None: as many as the memory available holds)."""
+    `at_once` sequences a forward pass (None: as many as this process's share of the memory
+    available holds, one of `jobs` side by side)."""
     sequences, batch_size = cfg.eval.sequences, cfg.data.batch_size
     task = OmegaConf.to_container(cfg.task, resolve=True)
     if at_once is None:  # outside inference mode: the estimate measures what autograd saves
-        at_once = eval_batch(module.net, task, T0, batch_size, room(module.device))
+        at_once = eval_batch(module.net, task, T0, batch_size, room(module.device) // jobs)
     metric = module.val_acc.clone()
     metric.reset()
     for i, start in enumerate(range(0, sequences, batch_size)):
@@ -61,16 +62,17 @@ def room(device: torch.device) -> int:
     return available_bytes()
 
 
-def length_accuracies(cfg: DictConfig, module: MemoryTaskModule) -> dict[str, Any]:
+def length_accuracies(cfg: DictConfig, module: MemoryTaskModule, jobs: int = 1) -> dict[str, Any]:
     """{"eval_lengths": {"<T0>": accuracy}, "eval_sequences": n} for the run's eval.lengths;
-    {} when it has none."""
+    {} when it has none. `jobs`: processes side by side with this one (launcher=parallel), itself
+    included, sharing the memory."""
     lengths = OmegaConf.select(cfg, "eval.lengths", default=None)
     if not lengths:
         return {}
     training = module.training
     module.eval()
     with sigterm_stops():
-        found = {str(T0): accuracy_at(module, cfg, T0) for T0 in lengths}
+        found = {str(T0): accuracy_at(module, cfg, T0, jobs=jobs) for T0 in lengths}
     module.train(training)
     return {"eval_lengths": found, "eval_sequences": cfg.eval.sequences}
 

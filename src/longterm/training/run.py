@@ -102,7 +102,7 @@ def fit(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
         trainer.fit(parts.module, datamodule=datamodule, ckpt_path=parts.ckpt, weights_only=True)
         counts = count()
         if counts["status"] in FINAL_STATUSES:  # eval.lengths: the accuracy at other lengths
-            counts |= length_accuracies(cfg, parts.module)
+            counts |= length_accuracies(cfg, parts.module, parts.jobs)
     except BaseException as e:  # in training or in scoring eval.lengths: resumed by a rerun
         record_failure(result, parts.logger, count(), e, time.perf_counter() - start)
         raise
