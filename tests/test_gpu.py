@@ -1,9 +1,12 @@
-"""Every implementation of the paper's model against the reference on CUDA (`make gpu-check`;
-`pytest -m gpu`). Skipped without CUDA; the default run leaves them out (pyproject.toml)."""
+"""Every implementation of the paper's model against the reference on CUDA, and every model of
+the framework on CUDA against itself on the CPU (`make gpu-check`; `pytest -m gpu`). Skipped
+without CUDA; the default run leaves them out (pyproject.toml)."""
+
+import copy
 
 import pytest
 import torch
-from conftest import composed
+from conftest import CONF, composed
 
 from longterm.config.builtins import generator_of
 from longterm.models import fused
@@ -50,6 +53,35 @@ def test_every_implementation_agrees_with_the_reference(impl, pool, mask_padding
     assert grads.keys() == ref_grads.keys()
     for name, g in ref_grads.items():
         torch.testing.assert_close(grads[name], g, **F32, msg=name)
+
+
+MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
+
+
+def relative_difference(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest difference of two tensors over the largest magnitude of the first."""
+    return ((b.cpu() - a).abs().max() / a.abs().max().clamp_min(1e-12)).item()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_on_cuda_equals_itself_on_the_cpu(model, monkeypatch):
+    """The same weights and batch (the paper's addition at T0 = 100, 8 sequences, the model's
+    default readout) on both devices: the paths that differ by device (Mamba's selective scan,
+    GLA's and DeltaNet's chunks, the fused kernels, cuFFT) give the CPU's output and gradients
+    within float32 rounding. cuDNN's convolutions are held to float32 here (its default allows
+    TF32, a 10-bit mantissa, in Mamba's and Hyena's short convolutions)."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    torch.manual_seed(0)
+    on_cpu = build_model(composed(f"model={model}", "T0=100")).net
+    on_gpu = copy.deepcopy(on_cpu).to(DEVICE)
+    batch = FixedLengthBatches(generator_of("addition"), 100, 8)(batch_rng(0, 0, 0, 0))
+    out, grads = update(on_cpu, batch)
+    gpu_out, gpu_grads = update(on_gpu, tuple(t.to(DEVICE) for t in batch))
+    assert relative_difference(out, gpu_out) < 1e-4, model
+    for name, g in grads.items():
+        assert (g is None) == (gpu_grads[name] is None), name
+        if g is not None:
+            assert relative_difference(g, gpu_grads[name]) < 1e-3, f"{model}: {name}"
 
 
 def test_the_plan_on_cuda_has_no_loop_over_time():
