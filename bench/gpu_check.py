@@ -3,7 +3,9 @@
     python bench/gpu_check.py [--out docs/performance_gpu.md] [--work outputs/gpu_check]
 
 (a) the tests that need CUDA (`pytest -m gpu`: every implementation of the paper's model against
-    the reference on CUDA at T0 = 1000, outputs and gradients within float32 rounding);
+    the reference on CUDA at T0 = 1000, and every model of the framework on CUDA against itself on
+    the CPU, outputs and gradients within float32 rounding; a packed sweep; a token run scored at
+    eval.lengths);
 (b) the default run (addition, attention, T0 = 50) trained to 100% on the GPU;
 (c) bench/throughput.py --device cuda at T0 = 1000 and 10000, writing docs/performance_gpu.md
     (the same generated page as docs/performance.md, with the GPU named);
