@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.errors import HydraException
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm.analysis.published import LEARNING_RATES
@@ -110,10 +111,10 @@ def leader_conflict(
     return None
 
 
-def config_limit(launcher: str, overrides: list[str]) -> int:
-    """The epoch limit the race's jobs are composed with, as src/train.py composes and checks the
-    first of them (ConfigError, one line): an experiment's own (conf/experiment/recall.yaml: 8)
-    or conf/trainer's."""
+def first_job(launcher: str, overrides: list[str]) -> DictConfig:
+    """The config of a race's first job, as src/train.py composes and checks it (ConfigError, one
+    line); its epoch limit is an experiment's own (conf/experiment/recall.yaml: 8) or
+    conf/trainer's."""
     line = parse_command_line(["-m", f"launcher={launcher}", *overrides])
     if line is None:
         raise ConfigError(f"{shlex.join(overrides)}: give src/train.py's overrides after --")
@@ -124,7 +125,7 @@ def config_limit(launcher: str, overrides: list[str]) -> int:
         except (HydraException, OmegaConfBaseException) as e:
             raise ConfigError(explain(e, first)) from None
     validate(cfg)
-    return int(cfg.trainer.max_epochs)
+    return cfg
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -233,10 +234,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def checked_limit(args: argparse.Namespace) -> int:
-    """config_limit of the race's first job (its leader's first cell and seed), or a RaceError
-    whose message is one line saying what is wrong with the race's overrides: ones the race sets
-    itself, or ones with which its jobs do not compose or check."""
+def checked_first_job(args: argparse.Namespace) -> DictConfig:
+    """first_job of the race (its leader's first cell and seed), or a RaceError whose message is
+    one line saying what is wrong with the race's overrides: ones the race sets itself, or ones
+    with which its jobs do not compose or check."""
     overrides = args.overrides
     if any(o.startswith("trainer.max_epochs=") for o in overrides):
         raise RaceError(
@@ -247,9 +248,15 @@ def checked_limit(args: argparse.Namespace) -> int:
     first = [f"task={args.tasks[0]}", f"pool={args.pools[0]}", f"T0={args.T0[0]}"]
     first += [f"lr={args.lrs[0]}", f"seed={args.seeds[0]}"]
     try:
-        return config_limit(args.launcher, [*first, *overrides])
+        return first_job(args.launcher, [*first, *overrides])
     except ConfigError as e:
         raise RaceError(str(e)) from None
+
+
+def checked_limit(args: argparse.Namespace) -> int:
+    """The epoch limit the race's jobs are composed with (the limit where --max-epochs gives
+    none)."""
+    return int(checked_first_job(args).trainer.max_epochs)
 
 
 def check_command(command: str) -> None:
