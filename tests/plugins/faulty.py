@@ -66,5 +66,10 @@ def addition_signalled(rng, min_length, n_sequences, max_length=None, at: int = 
     flag = os.environ.get("SIGNAL_ONCE_FLAG")
     if min_length == at and n_sequences > 2 and flag and os.path.exists(flag):
         os.remove(flag)
-        os.kill(os.getpid(), signal.Signals[os.environ["SIGNAL_ONCE"]])
+        signum = signal.Signals[os.environ["SIGNAL_ONCE"]]
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            # A command started in the background of a shell script ignores SIGINT; a terminal's
+            # Ctrl-C reaches a process in the foreground, where Python raises KeyboardInterrupt.
+            signal.signal(signum, signal.default_int_handler)
+        os.kill(os.getpid(), signum)
     return addition(rng, min_length, n_sequences, max_length)
