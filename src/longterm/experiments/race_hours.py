@@ -152,9 +152,9 @@ def race_rows(command: str) -> list[Row]:
     rows = []
     for T0 in args.T0:
         runs, done, expected, bound = epochs_left(results, args, limit, T0)
-        seconds, source = cost(sweep_dir, T0, like)
+        epoch_cost, source = cost(sweep_dir, T0, like)
         rows.append(
-            Row(str(sweep_dir), T0, args.seeds, runs, done, expected, bound, seconds, source)
+            Row(str(sweep_dir), T0, args.seeds, runs, done, expected, bound, epoch_cost, source)
         )
     return rows
 
@@ -181,8 +181,7 @@ def table(rows: list[Row], n_cores: int) -> list[str]:
             cost_text = f"{r.per_epoch:.0f} ({r.source})"
         lines.append(
             f"| {r.sweep_dir} | {r.T0} | {' '.join(map(str, r.seeds))} | {r.finished} of "
-            f"{r.runs} | {cost_text} | "
-            f"{r.epochs:g}, {r.bound} | {h} |"
+            f"{r.runs} | {cost_text} | {r.epochs:g}, {r.bound} | {h} |"
         )
     lines += [
         "",
