@@ -16,6 +16,7 @@ limit when lower), with FIT_FRACTION of it to spare for the rest of the process.
 """
 
 import copy
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -111,7 +112,7 @@ def longest_width(data: dict) -> int:
 
 
 def memory_error(
-    net: nn.Module, data: dict, task: dict, side_by_side: int = 1, eval_lengths: list[int] = ()
+    net: nn.Module, data: dict, task: dict, side_by_side: int = 1, eval_lengths: Sequence[int] = ()
 ) -> str | None:
     """Why a run of `net` on `data` and `task` (the config's sections) cannot fit in memory, in
     one line with the estimate and what the machine has; None when it fits. A job that runs
