@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 
 from longterm.experiments.command_queue import cores, read
 from longterm.experiments.lr_race import RaceError, checked_first_job, parser, read_results
-from longterm.store.records import FINAL_STATUSES
+from longterm.store.records import FINAL_STATUSES, total_seconds
 
 RACE = "longterm.experiments.lr_race"
 SPAN = "attn_span"  # an attention model's cost per step is linear in its span (recall_runs: T0)
@@ -54,15 +54,12 @@ class Row:
     source: str  # where per_epoch comes from
 
 
-def seconds(r: dict[str, Any]) -> float:
-    """A run's wall time, its earlier processes included."""
-    return (r.get("wall_time_s") or 0.0) + (r.get("earlier_wall_time_s") or 0.0)
-
-
 def per_epoch(runs: list[dict[str, Any]]) -> float | None:
-    """Seconds an epoch of `runs` took, over those that hold an epoch."""
+    """Seconds an epoch of `runs` took (their wall times, earlier processes included), over
+    those that hold an epoch."""
     runs = [r for r in runs if r.get("epochs")]
-    return sum(seconds(r) for r in runs) / sum(r["epochs"] for r in runs) if runs else None
+    spent = sum(total_seconds(r) or 0.0 for r in runs)
+    return spent / sum(r["epochs"] for r in runs) if runs else None
 
 
 def needed(r: dict[str, Any], limit: int) -> int:

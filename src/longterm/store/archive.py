@@ -191,13 +191,14 @@ def put(
 def get(sweep: Path, outputs: Path = OUTPUTS) -> Path:
     """Copy the archived `sweep` to `outputs/<sweep name>`, every run directory that is not there
     yet; a run directory that exists is left as it is and named in the error."""
-    if not run_dirs(sweep):
+    runs = run_dirs(sweep)
+    if not runs:
         siblings = sweep.parent.iterdir() if sweep.parent.is_dir() else []
         archived = sorted(p.name for p in siblings if p.is_dir() and run_dirs(p))
         where = f" ({sweep.parent} holds {', '.join(archived)})" if archived else ""
         raise ArchiveError(f"{sweep} holds no archived sweep (no {RESULT_FILE} under it){where}")
     target = outputs / sweep.name
-    present = [r for r in run_dirs(sweep) if (target / r.relative_to(sweep)).exists()]
+    present = [r for r in runs if (target / r.relative_to(sweep)).exists()]
     if present:
         names = ", ".join(str(target / r.relative_to(sweep)) for r in present[:3])
         raise ArchiveError(f"{len(present)} run directories exist already: {names}")

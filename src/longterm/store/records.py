@@ -51,6 +51,13 @@ def read_result(run_dir: str | Path) -> dict[str, Any]:
     return json.loads((Path(run_dir) / RESULT_FILE).read_text())
 
 
+def total_seconds(result: dict[str, Any]) -> float | None:
+    """A run's wall time over all its processes: its record's own and the earlier ones'; None
+    where none was recorded."""
+    known = [result.get(k) for k in ("earlier_wall_time_s", "wall_time_s") if result.get(k)]
+    return sum(known) if known else None
+
+
 def git_commit(cwd: str | Path | None = None) -> str | None:
     """The commit the code was run from, with "-dirty" when tracked files were modified."""
     cwd = cwd or Path(__file__).resolve().parent

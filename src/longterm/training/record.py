@@ -37,6 +37,7 @@ from longterm.store.records import (
     now,
     process,
     read_result,
+    total_seconds,
     write_result,
 )
 from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
@@ -126,9 +127,7 @@ def earlier_seconds(run_dir: Path) -> float | None:
     (their last record's own and earlier ones); None where none was recorded."""
     if not (run_dir / RESULT_FILE).exists():
         return None
-    before = read_result(run_dir)
-    known = [before.get(k) for k in ("earlier_wall_time_s", "wall_time_s") if before.get(k)]
-    return sum(known) if known else None
+    return total_seconds(read_result(run_dir))
 
 
 def open_record(
