@@ -120,12 +120,12 @@ def test_the_experiments_sweep_directory_is_the_planners():
     assert sweep["dir"] == f"{SWEEP_ROOT}/${{model.name}}"
 
 
-def tiny_race(sweep: Path) -> list[dict]:
-    """The rnn's race on addition at T0 = 20 through lr_race, one learning rate, two seeds, three
-    updates a run; its result.json records."""
-    argv = ["--sweep-dir", str(sweep), "--T0", "20", "--seeds", "1", "2", "--tasks", "addition"]
+def tiny_race(sweep: Path, seeds: tuple[str, ...] = ("1", "2"), lrs: tuple[str, ...] = ("3e-3",)):
+    """The rnn's race on addition at T0 = 20 through lr_race, these seeds and learning rates,
+    three updates a run; the sweep's result.json records."""
+    argv = ["--sweep-dir", str(sweep), "--T0", "20", "--seeds", *seeds, "--tasks", "addition"]
     argv += ["--pools", "last"]
-    argv += ["--lrs", "3e-3", "--max-epochs", "1", "--launcher", "local"]
+    argv += ["--lrs", *lrs, "--max-epochs", "1", "--launcher", "local"]
     argv += ["--", "experiment=every_memory", "model=rnn", *TINY_DATA]
     assert lr_race.main(argv, runner=forked) == 0
     return [json.loads(p.read_text()) for p in sorted(sweep.glob("*/result.json"))]
@@ -201,6 +201,28 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
     main([str(tmp_path / "runs" / "every_memory"), str(table1), "--out", str(out)])
     assert out.read_text().split("## Commands")[0] == text.split("## Commands")[0]
     assert f"--sweep-dir {tmp_path / 'every_memory' / 'rnn'} --T0 20" in out.read_text()
+    assert "‡" not in text  # every seed ran the one rate of the grid
+
+
+def test_a_seed_read_at_fewer_learning_rates_than_the_grid_is_marked(tmp_path: Path):
+    """A race stopped after seed 1's rival: seed 2 has only its leader, so its cell is the best
+    so far and the page says so (‡), in the verdict and under the table."""
+    races = tmp_path / "every_memory"
+    tiny_race(races / "rnn")
+    runs = tiny_race(races / "rnn", seeds=("1",), lrs=("3e-3", "1e-3"))
+    assert sorted((r["seed"], r["lr"]) for r in runs) == [(1, 1e-3), (1, 3e-3), (2, 3e-3)]
+    out = tmp_path / "every_memory.md"
+    main([str(races), "--out", str(out)])
+    text = out.read_text()
+    assert section(text, "addition", "rnn")[4].endswith("(0/2) † ‡")
+    assert "Read at fewer learning rates than the memory's grid (‡ below): rnn at T0 = 20." in text
+    assert (
+        "‡ seeds read at the best of fewer learning rates than their memory's grid (a race "
+        "still running, or a grid cut for cost): rnn at T0 = 20, seed 2 (1 of 2 rates)." in text
+    )
+    tiny_race(races / "rnn", seeds=("2",), lrs=("3e-3", "1e-3"))  # the race finished
+    main([str(races), "--out", str(out)])
+    assert "‡" not in out.read_text()
 
 
 def test_the_page_without_runs_says_so_and_keeps_the_plan(tmp_path: Path):

@@ -113,8 +113,27 @@ def table_cells(runs: pd.DataFrame) -> pd.DataFrame:
     learning rate."""
     seeds = per_seed(runs, KEYS)
     if seeds.empty:
-        return pd.DataFrame(columns=[*KEYS, "seeds", "solved_seeds"])
-    return seeds.groupby(KEYS).apply(summarise, include_groups=False).reset_index()
+        return pd.DataFrame(columns=[*KEYS, "seeds", "solved_seeds", "in_part"])
+    cells = seeds.groupby(KEYS).apply(summarise, include_groups=False).reset_index()
+    return cells.merge(raced_in_part(seeds), on=KEYS)
+
+
+def raced_in_part(seeds: pd.DataFrame) -> pd.DataFrame:
+    """A row per task, memory and T0: `in_part`, the seeds with fewer learning rates finished
+    than the memory's grid (every rate any of its runs used), as ((seed, rates finished, rates
+    in the grid), ...). Such a seed is read at the best of its rates: a race still running (lr_race
+    runs the rivals after the leader) or a grid cut for cost."""
+    grid = seeds.groupby("memory").lrs_run.agg(lambda lrs: set().union(*lrs))
+    part = [
+        (s.seed, len(s.lrs_run), len(grid[s.memory]))
+        if len(s.lrs_run) < len(grid[s.memory])
+        else None
+        for s in seeds.itertuples()
+    ]
+    listed = seeds.assign(part=part).groupby(KEYS).part
+    return (
+        listed.agg(lambda p: tuple(x for x in p if x is not None)).rename("in_part").reset_index()
+    )
 
 
 def rows(runs: pd.DataFrame) -> list[str]:
@@ -142,7 +161,35 @@ def cell(c: pd.Series | None) -> str:
     text = cell_text(c)
     if c.solved_seeds in (0, c.seeds):
         text += f" ({c.solved_seeds}/{c.seeds})"
-    return text + (" †" if isinstance(c.protocol_note, str) else "")
+    return text + (" †" if isinstance(c.protocol_note, str) else "") + (" ‡" if c.in_part else "")
+
+
+def seeds_at(in_part: tuple[tuple[int, int, int], ...]) -> str:
+    """((1, 2, 4), (2, 2, 4), (3, 1, 4)) -> "seeds 1, 2 (2 of 4 rates), seed 3 (1 of 4 rates)"."""
+    by_count: dict[tuple[int, int], list[int]] = {}
+    for seed, n, grid in in_part:
+        by_count.setdefault((n, grid), []).append(seed)
+    return ", ".join(
+        f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))} ({n} of {grid} rates)"
+        for (n, grid), seeds in by_count.items()
+    )
+
+
+def in_part_note(task: str, cells: pd.DataFrame) -> str:
+    """The footnote to `task`'s table naming its cells with seeds read at fewer learning rates
+    than their memory's grid (raced_in_part); blank where there are none."""
+    mine = cells[(cells.task == task) & cells.in_part.astype(bool)]
+    order = {m: i for i, m in enumerate(rows(mine))}
+    said = [
+        f"{c.memory} at T0 = {c.T0:g}, " + seeds_at(c.in_part)
+        for c in sorted(mine.itertuples(), key=lambda c: (order[c.memory], c.T0))
+    ]
+    if not said:
+        return ""
+    return (
+        "‡ seeds read at the best of fewer learning rates than their memory's grid (a race "
+        "still running, or a grid cut for cost): " + "; ".join(said) + "."
+    )
 
 
 def task_table(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -203,6 +250,15 @@ def verdict(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     missing = [m for m in rows(runs) if m not in set(mine.memory)]
     text = ". ".join(f"{', '.join(names)}: {what}" for what, names in said.items())
     text += (". " if text else "") + (f"Not run: {', '.join(missing)}." if missing else "")
+    part = mine[mine.in_part.astype(bool)]
+    if len(part):
+        text = text.rstrip() + " Read at fewer learning rates than the memory's grid (‡ below): "
+        text += "; ".join(
+            f"{m} at {listing(sorted(part[part.memory == m].T0))}"
+            for m in rows(runs)
+            if m in set(part.memory)
+        )
+        text += "."
     return f"**{task}** (solved: 100% validation accuracy within the epoch limit). {text}"
 
 
@@ -300,7 +356,12 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     if not runs.empty:
         notes = sorted(set(cells.protocol_note.dropna()))
         tables = "\n\n".join(
-            [f"## {task}\n\n" + "\n".join(task_table(task, cells, runs)) for task in TASKS]
+            [
+                f"## {task}\n\n"
+                + "\n".join(task_table(task, cells, runs))
+                + (f"\n\n{in_part_note(task, cells)}" if in_part_note(task, cells) else "")
+                for task in TASKS
+            ]
             + [f"† {note}." for note in notes]
         )
         verdicts = "\n\n".join(verdict(task, cells, runs) for task in TASKS)
