@@ -4,7 +4,8 @@ T0, a panel per task, a row per memory, a column per T0 (Raffel & Ellis 2015, §
 A cell is green where every seed solved (its text: the median epochs to 100%), light green where
 some did (`s/n` seeds), and where none did a shade of red by the median over seeds of each seed's
 best accuracy at the epoch limit (its text); grey where nothing was run. A `*` marks a cell with
-fewer seeds run than the fullest cell has.
+fewer seeds run than the fullest cell has, a `‡` one with seeds read at fewer learning rates than
+their memory's grid (analysis.every_memory.raced_in_part).
 """
 
 from pathlib import Path
@@ -53,6 +54,7 @@ def plot(cells: pd.DataFrame, tasks: tuple[str, ...], memories: list[str], path:
                 c = own.get((memory, T0))
                 colour, text = cell_value(c) if c is not None else (NOT_RUN, "–")
                 text += "*" if c is not None and c.seeds < most else ""
+                text += "‡" if c is not None and c.in_part else ""
                 rgb[i, j] = UNSOLVED(colour) if isinstance(colour, float) else to_rgba(colour)
                 dark = colour == EVERY or (isinstance(colour, float) and colour < 0.5)
                 ax.text(j, i, text, ha="center", va="center", fontsize=7,
@@ -70,7 +72,7 @@ def plot(cells: pd.DataFrame, tasks: tuple[str, ...], memories: list[str], path:
     fig.colorbar(scale, ax=axes, label="unsolved: accuracy at the epoch limit (median over seeds)")
     fig.suptitle(
         "green: every seed solved (median epochs to 100%); light green: some seeds (solved/run); "
-        "red: none (accuracy); *: fewer seeds run",
+        "red: none (accuracy); *: fewer seeds run; ‡: fewer learning rates",
         fontsize=8,
     )
     fig.savefig(path, dpi=90, bbox_inches="tight", metadata={"Software": None})
