@@ -88,6 +88,18 @@ def test_a_finished_race_has_nothing_left_and_a_new_seed_its_leaders_epochs(arch
     assert any(x.startswith(total) for x in lines), lines
 
 
+def test_a_race_whose_seeds_have_run_is_costed_from_their_runs(archived):
+    """Seeds 1 and 9 at T0 = 50: seed 1's runs, made by the code the rest will run on, give the
+    cost of an epoch, not the other seeds' runs of the sweep."""
+    [line] = [x for x in hours(archived, race(50, "1 9")) if "| 50 | 1 9 |" in x]
+    seed_1 = [r for r in runs(archived / "every_memory" / "gla", 50) if r["seed"] == 1]
+    spent = sum(r["wall_time_s"] + (r.get("earlier_wall_time_s") or 0) for r in seed_1)
+    per_epoch = spent / sum(r["epochs"] for r in seed_1)
+    everyone = runs(archived / "every_memory" / "gla", 50)
+    assert len(everyone) > len(seed_1)  # the sweep's other seeds, left out
+    assert f"| {per_epoch:.0f} (its seeds' runs) |" in line
+
+
 def test_a_length_not_run_is_costed_from_the_runs_beside_it_scaled_in_the_length(archived):
     """recall's gla at T0 = 128, nothing run there: an epoch costs what its T0 = 64 runs beside
     it cost, twice; a model none of whose runs are alike is listed as not estimated."""

@@ -12,10 +12,12 @@ diverged) or has epochs left (an interrupted run resumes after the epochs it hol
 - a rival runs to its leader's epochs to 100%, or to the limit when the leader does not solve
   (lr_race): to the expected epochs of an unfinished leader.
 An epoch costs what the runs so far cost per epoch (their wall times, earlier processes
-included, over their epochs): those of the race's sweep directory at that T0; where it has none,
-those of the same model, task, readout and batches at the nearest other T0 in the directories
-beside it, scaled linearly in T0 (every memory here costs time linear in T) and in the attention
-span where that differs (recall_runs gives the attention models a span of T0). A race with neither
+included, over their epochs): those of the race's own seeds at that T0, made by the code the rest
+will run (S4D's earlier runs predate its faster convolution, docs/performance_fft_conv.md); else
+the race's sweep directory's other runs at that T0; where it has none, those of the same model,
+task, readout and batches at the nearest other T0 in the directories beside it, scaled linearly
+in T0 (every memory here costs time linear in T) and in the attention span where that differs
+(recall_runs gives the attention models a span of T0). A race with neither
 is listed as not estimated. The bound takes every unfinished run to the limit (a rival to its
 leader's cap where the leader has finished). Wall hours: the one-core hours over the cores, one
 command a core (command_queue), a floor where one command outlasts the rest.
@@ -115,9 +117,16 @@ def alike(config: dict[str, Any], like: dict[str, Any]) -> bool:
     )
 
 
-def cost(sweep_dir: Path, T0: int, like: dict[str, Any]) -> tuple[float | None, str]:
-    """Seconds an epoch of the race at `T0` costs, and where that comes from."""
-    own = per_epoch([r for r in read_results(sweep_dir) if r["T0"] == T0])
+def cost(
+    sweep_dir: Path, T0: int, like: dict[str, Any], seeds: list[int]
+) -> tuple[float | None, str]:
+    """Seconds an epoch of the race at `T0` costs, and where that comes from: the runs of its
+    own seeds first, as they are made by the code and machine the rest will run on."""
+    at_T0 = [r for r in read_results(sweep_dir) if r["T0"] == T0]
+    own = per_epoch([r for r in at_T0 if r["seed"] in seeds])
+    if own is not None:
+        return own, "its seeds' runs"
+    own = per_epoch(at_T0)
     if own is not None:
         return own, "its runs"
     beside: dict[int, list[dict[str, Any]]] = {}
@@ -149,7 +158,7 @@ def race_rows(command: str) -> list[Row]:
     rows = []
     for T0 in args.T0:
         runs, done, expected, bound = epochs_left(results, args, limit, T0)
-        epoch_cost, source = cost(sweep_dir, T0, like)
+        epoch_cost, source = cost(sweep_dir, T0, like, args.seeds)
         rows.append(
             Row(str(sweep_dir), T0, args.seeds, runs, done, expected, bound, epoch_cost, source)
         )
