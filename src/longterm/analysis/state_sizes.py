@@ -11,6 +11,7 @@ a column per length; a model's state size is its encoder's plus its readout's.
 """
 
 import argparse
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
+from longterm.analysis.arguments import at_least
 from longterm.config.builtins import CONF
 from longterm.models.build import build_encoder, build_readout
 from longterm.tasks import default_width
@@ -42,12 +44,22 @@ def built_encoder(path: Path, dim: int) -> nn.Module:
 
 
 def modules(dim: int, conf: Path = CONF) -> Iterator[tuple[str, nn.Module]]:
-    """(`model=name` or `pool=name`, its encoder or readout at width `dim`), in name order."""
+    """(`model=name` or `pool=name`, its encoder or readout at width `dim`), in name order; a
+    ValueError naming the one that cannot be built at that width."""
+    builds = [
+        (f"model={p.stem}", built_encoder, p) for p in sorted((conf / "model").glob("*.yaml"))
+    ]
+    builds += [
+        (f"pool={p.stem}", lambda p, dim: build_readout(section(p), dim), p)
+        for p in sorted((conf / "pool").glob("*.yaml"))
+    ]
     with torch.device("meta"):  # sizes only: no memory, no initialisation
-        for path in sorted((conf / "model").glob("*.yaml")):
-            yield f"model={path.stem}", built_encoder(path, dim)
-        for path in sorted((conf / "pool").glob("*.yaml")):
-            yield f"pool={path.stem}", build_readout(section(path), dim)
+        for name, build, path in builds:
+            try:
+                module = build(path, dim)
+            except ValueError as e:
+                raise ValueError(f"{name}: {e}") from None
+            yield name, module
 
 
 def declared(model: str, pool: str, dim: int, length: int, conf: Path = CONF) -> int:
@@ -75,8 +87,12 @@ def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dim", type=int, default=64, help="D, the width of every model")
-    print(table(parser.parse_args(argv).dim))
+    parser.add_argument("--dim", type=at_least(1), default=64, help="D, the width of every model")
+    dim = parser.parse_args(argv).dim
+    try:
+        print(table(dim))
+    except ValueError as e:
+        sys.exit(f"error: --dim {dim}: {e}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from longterm.analysis.arguments import at_least
 from longterm.analysis.formats import pct
 from longterm.store.records import git_commit
 
@@ -297,9 +298,11 @@ def report(df: pd.DataFrame, trials: int, seed: int, n_unseen: int, command: str
 def main(argv: list[str] | None = None) -> None:
     """Measure, then write recall.csv, README.md and recall.png under --out."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=4000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--unseen", type=int, default=500, help="never-seen tokens per trial")
+    parser.add_argument("--trials", type=at_least(1), default=4000)
+    parser.add_argument("--seed", type=at_least(0), default=0)
+    parser.add_argument(
+        "--unseen", type=at_least(2), default=500, help="never-seen tokens per trial"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     df = measure(args.trials, args.seed, args.unseen)

@@ -33,6 +33,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
+from longterm.analysis.arguments import at_least
 from longterm.experiments.command_queue import run, show
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
 
@@ -198,14 +199,14 @@ def time_kinds(updates: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="store_true", help="run the sweep")
-    p.add_argument("--time", type=int, metavar="UPDATES", help="time every kind of job")
+    p.add_argument("--time", type=at_least(1), metavar="UPDATES", help="time every kind of job")
     p.add_argument(
         "--vocab", action="store_true", help="the numbers behind the large table's vocabulary"
     )
     args = p.parse_args(argv)
     if args.vocab:
         print_vocab_derivation()
-    elif args.time:
+    elif args.time is not None:
         torch.set_num_threads(1)
         time_kinds(args.time)
     elif args.run:

@@ -29,6 +29,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from longterm.analysis.arguments import at_least
+
 # For a cluster: each race holds two waiting Pythons here (the race's and its sweep's, torch
 # imported), so the default stays small.
 RACES_AT_ONCE = 8
@@ -101,7 +103,7 @@ def read(text: str) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file", nargs="?", help="the commands, one a line (default: standard input)")
-    p.add_argument("--races", type=int, help=RACES_HELP)
+    p.add_argument("--races", type=at_least(1), help=RACES_HELP)
     p.add_argument("--launcher", default="local", choices=("local", "slurm"), help="the races'")
     args = p.parse_args(argv)
     try:

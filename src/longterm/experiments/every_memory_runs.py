@@ -39,6 +39,7 @@ import sys
 import torch
 from omegaconf import OmegaConf
 
+from longterm.analysis.arguments import at_least, positive
 from longterm.analysis.every_memory import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
 from longterm.analysis.published import LEARNING_RATES
 from longterm.experiments.claim_runs import seconds_per_update
@@ -150,7 +151,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument(
-        "--time", type=float, metavar="SECONDS", help="time each memory at each T0 (one thread)"
+        "--time", type=positive, metavar="SECONDS", help="time each memory at each T0 (one thread)"
     )
     p.add_argument(
         "--models",
@@ -164,14 +165,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--launcher", default="parallel", help="each race's: parallel (one job, one thread), slurm"
     )
-    p.add_argument("--races", type=int, help=RACES_HELP)
+    p.add_argument("--races", type=at_least(1), help=RACES_HELP)
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    if args.time:
+    if args.time is not None:
         torch.set_num_threads(1)
         cpu = sorted({T for m in args.models if m not in ARCHIVED for T in lengths(m)})
         time_memories(args.models, args.T0 or cpu, args.time, tuple(args.overrides))

@@ -38,6 +38,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
+from longterm.analysis.arguments import at_least
 from longterm.analysis.published import LEARNING_RATES
 from longterm.config.command_line import composing, explain, job_config, job_overrides
 from longterm.config.command_line import parse as parse_command_line
@@ -210,7 +211,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-epochs",
-        type=int,
+        type=at_least(1),
         help="the epoch limit (default: the composed config's: conf/trainer's 100, or an "
         "experiment's own)",
     )

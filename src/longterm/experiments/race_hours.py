@@ -33,6 +33,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from longterm.analysis.arguments import at_least
 from longterm.experiments.command_queue import cores, read
 from longterm.experiments.lr_race import RaceError, checked_first_job, parser, read_results
 from longterm.store.records import FINAL_STATUSES, total_seconds
@@ -203,12 +204,16 @@ def table(rows: list[Row], n_cores: int) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("file", help="the queue: command_queue's file of commands")
-    p.add_argument("--cores", type=int, default=cores(), help="commands at once (default: CPUs)")
+    p.add_argument(
+        "--cores", type=at_least(1), default=cores(), help="commands at once (default: CPUs)"
+    )
     args = p.parse_args(argv)
     try:
         commands = read(Path(args.file).read_text())
     except OSError as e:
         sys.exit(f"error: {args.file}: {e.strerror}")
+    if not commands:
+        sys.exit(f"error: no command in {args.file}")
     rows, other = [], 0
     for command in commands:
         if shlex.split(command)[1:3] != ["-m", RACE]:

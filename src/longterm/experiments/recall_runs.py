@@ -29,6 +29,7 @@ jobs on the cluster.
 import argparse
 import shlex
 
+from longterm.analysis.arguments import at_least
 from longterm.analysis.recall_checks import ATTENTION
 from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
     )
-    p.add_argument("--races", type=int, help=RACES_HELP)
+    p.add_argument("--races", type=at_least(1), help=RACES_HELP)
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     args = p.parse_args(argv)
     chosen = races(

@@ -1,0 +1,34 @@
+"""Number arguments of the command-line tools (the page generators, the planners, the queue): a
+value out of range fails before anything runs, in argparse's line naming the flag and what is
+allowed (`argument --races: 0 is not allowed: give a whole number >= 1`)."""
+
+import argparse
+from collections.abc import Callable
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `low` (argparse names it by `__name__`)."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(
+                f"{value} is not allowed: give a whole number >= {low}"
+            )
+        return value
+
+    return whole_number
+
+
+def positive(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:  # nan too
+        raise argparse.ArgumentTypeError(f"{text} is not allowed: give a number > 0")
+    return value
