@@ -214,6 +214,13 @@ def task_table(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return lines
 
 
+def task_section(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
+    """`task`'s heading, its table and, where it has cells raced in part, their footnote."""
+    note = in_part_note(task, cells)
+    table = "\n".join(task_table(task, cells, runs))
+    return f"## {task}\n\n{table}" + (f"\n\n{note}" if note else "")
+
+
 def listing(T0s: list[int]) -> str:
     """T0 = 50, 100 and 500."""
     text = ", ".join(map(str, T0s[:-1])) + (" and " if len(T0s) > 1 else "") + str(T0s[-1])
@@ -356,13 +363,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     if not runs.empty:
         notes = sorted(set(cells.protocol_note.dropna()))
         tables = "\n\n".join(
-            [
-                f"## {task}\n\n"
-                + "\n".join(task_table(task, cells, runs))
-                + (f"\n\n{in_part_note(task, cells)}" if in_part_note(task, cells) else "")
-                for task in TASKS
-            ]
-            + [f"† {note}." for note in notes]
+            [task_section(task, cells, runs) for task in TASKS] + [f"† {note}." for note in notes]
         )
         verdicts = "\n\n".join(verdict(task, cells, runs) for task in TASKS)
     page = shlex.join(

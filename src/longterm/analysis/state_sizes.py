@@ -13,6 +13,7 @@ a column per length; a model's state size is its encoder's plus its readout's.
 import argparse
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -47,16 +48,16 @@ def modules(dim: int, conf: Path = CONF) -> Iterator[tuple[str, nn.Module]]:
     """(`model=name` or `pool=name`, its encoder or readout at width `dim`), in name order; a
     ValueError naming the one that cannot be built at that width."""
     builds = [
-        (f"model={p.stem}", built_encoder, p) for p in sorted((conf / "model").glob("*.yaml"))
+        (f"model={p.stem}", partial(built_encoder, p)) for p in sorted(conf.glob("model/*.yaml"))
     ]
     builds += [
-        (f"pool={p.stem}", lambda p, dim: build_readout(section(p), dim), p)
-        for p in sorted((conf / "pool").glob("*.yaml"))
+        (f"pool={p.stem}", partial(build_readout, section(p)))
+        for p in sorted(conf.glob("pool/*.yaml"))
     ]
     with torch.device("meta"):  # sizes only: no memory, no initialisation
-        for name, build, path in builds:
+        for name, build in builds:
             try:
-                module = build(path, dim)
+                module = build(dim)
             except ValueError as e:
                 raise ValueError(f"{name}: {e}") from None
             yield name, module

@@ -17,8 +17,8 @@ will run (S4D's earlier runs predate its faster convolution, docs/performance_ff
 the race's sweep directory's other runs at that T0; where it has none, those of the same model,
 task, readout and batches at the nearest other T0 in the directories beside it, scaled linearly
 in T0 (every memory here costs time linear in T) and in the attention span where that differs
-(recall_runs gives the attention models a span of T0). A race with neither
-is listed as not estimated. The bound takes every unfinished run to the limit (a rival to its
+(recall_runs gives the attention models a span of T0). A race with neither is listed as not
+estimated. The bound takes every unfinished run to the limit (a rival to its
 leader's cap where the leader has finished). Wall hours: the one-core hours over the cores, one
 command a core (command_queue), a floor where one command outlasts the rest.
 """
