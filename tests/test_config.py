@@ -1,7 +1,7 @@
 """The schema on the project's real configs (conf/), composed as Hydra composes them."""
 
 import pytest
-from conftest import composed
+from conftest import CONF, composed
 from omegaconf import OmegaConf
 
 from longterm.config.validate import ConfigError, validate
@@ -32,6 +32,22 @@ def test_every_shipped_config_passes():
         ("model=feedback", "model.share_kv=false", "pool=attention"),
     ]:
         assert validate(composed(*overrides)).T0 == 50
+
+
+STEP_TASKS = sorted(
+    p.stem for p in (CONF / "task").glob("*.yaml") if "labels: step" in p.read_text()
+)
+MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("task", STEP_TASKS)
+def test_a_task_that_labels_steps_is_read_at_every_step_unless_pool_is_named(task):
+    """The task's choice wins over a model's own (recurrent models choose pool=last); a pool
+    named on the command line wins over both, and an arch names its pool."""
+    assert {composed(f"task={task}", f"model={m}").pool.name for m in MODELS} == {"per_step"}
+    assert validate(composed(f"task={task}", "model=lstm")).pool.name == "per_step"
+    assert composed(f"task={task}", "model=lstm", "pool=mean").pool.name == "mean"
+    assert composed(f"task={task}", "arch=lstm").pool.name == "last"
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_n
         h.name: [v.string_value for v in h.domain_discrete.values] for h in experiment.hparam_infos
     }
     assert domains["model"] == sorted([*conf_names("model"), "gru"])
-    assert domains["task"] == sorted([*conf_names("task"), "ordered_difference"])
+    assert domains["task"] == sorted([*conf_names("task"), "delayed_copy", "ordered_difference"])
 
     collected = lab / "collected"
     out = subprocess.run(
@@ -95,6 +95,32 @@ def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_n
     )
     assert table.returncode == 0, table.stderr
     assert "| gru+last " in table.stdout and "ordered_difference" in table.stdout
+
+
+def test_a_token_task_that_labels_steps_trains_at_every_step_from_the_users_directory(lab):
+    """The example's delayed copy: token ids (an embedding first), a target per step, and
+    pool=per_step chosen by its conf file over the GRU's pool=last; the contract check passes it
+    and a run records it."""
+    good = contract_py(
+        "--config-dir", "mylab/conf", "model=gru", "task=delayed_copy", cwd=lab, env=in_lab(lab)
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.endswith("contract: every check passed\n"), good.stdout
+    run = lab / "copy_run"
+    out = train_py(
+        "--config-dir",
+        "mylab/conf",
+        "model=gru",
+        "task=delayed_copy",
+        *TINY,
+        f"hydra.run.dir={run}",
+        cwd=lab,
+        env=in_lab(lab),
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = read_json(run / "result.json")
+    assert result["status"] in ("solved", "max_epochs"), result
+    assert (result["task"], result["model"], result["pool"]) == ("delayed_copy", "gru", "per_step")
 
 
 def test_a_search_path_override_brings_the_same_model(lab):

@@ -55,7 +55,7 @@ BAD_COMMAND_LINES = [
     (["model=rnn", "model.impl=fused"], "model.impl=fused is invalid for model=rnn"),
     (["pool=last", "model.impl=fused"], "model.impl=fused is invalid with pool=last"),
     (
-        ["task=algorithmic"],
+        ["task=algorithmic", "pool=attention"],
         "pool=attention is invalid with task=algorithmic: attention pooling is blind to order and "
         "gives one output per sequence, and this task labels steps; use pool=per_step",
     ),
