@@ -23,6 +23,7 @@ from longterm.analysis.recall_checks import (
     delta_rule_above_additive,
     equal_state,
     fixed_state_below_attention,
+    recall_order,
     state_size_tradeoff,
 )
 from longterm.config.command_line import check
@@ -140,6 +141,28 @@ def test_equal_state_takes_each_models_best_point_up_to_the_smaller_largest_stat
     assert MARGIN < 0.6 - 0.5 and delta_rule_above_additive(p).verdict == "holds"
 
 
+def test_equal_state_where_one_model_has_all_the_smaller_states_reads_the_others_narrowest():
+    """gla's states 640 and 1280, mamba's 2560 and 5120 at T0 = 64: S = 2560, all of gla's
+    points against mamba's narrowest, whichever is named first."""
+    p = grid(gla={(64, 1): 0.3, (64, 2): 0.6}, mamba={(64, 4): 0.5, (64, 8): 0.9})
+    assert equal_state(p, "gla", "mamba", 64) == (0.6, 0.5, 2560)
+    assert equal_state(p, "mamba", "gla", 64) == (0.5, 0.6, 2560)
+
+
+def test_the_recall_order_holds_fails_or_waits_for_its_models():
+    """deltanet and gla above mamba above hyena at equal state, pair by pair."""
+    order = {"deltanet": 0.7, "gla": 0.6, "mamba": 0.5, "hyena": 0.3}
+    p = grid(**{m: {(64, 2): a} for m, a in order.items()})
+    assert recall_order(p).verdict == "holds", recall_order(p).why
+    assert "T0 = 64, state ≤ 1,280: mamba 50.0%, hyena 30.0%" in recall_order(p).why
+    tied = grid(**{m: {(64, 2): a} for m, a in (order | {"mamba": 0.595}).items()})
+    assert recall_order(tied).verdict == "does not hold"
+    assert recall_order(tied).why.endswith("; gla not above mamba at T0 = 64")
+    without_hyena = grid(**{m: {(64, 2): a} for m, a in order.items() if m != "hyena"})
+    outcome = recall_order(without_hyena)
+    assert outcome.verdict == "not tested here" and "mamba and hyena" in outcome.why
+
+
 def test_the_page_from_run_records(tmp_path: Path):
     """Two learning rates a race: the winner is the better one, with its rate; the table has a
     row per model and width at each setting, the checks' verdicts and the figure."""
@@ -170,7 +193,7 @@ def test_the_page_from_run_records(tmp_path: Path):
     assert len(verdicts) == len(CHECKS)
     assert "**holds**: all 4 attention points at T0 = 64, 128 reach 99.0%" in verdicts[0]
     assert "**holds**: D=32: 90.0% at T0 = 64 → 40.0% at 128" in verdicts[1]
-    assert "**not tested here**: no setting where deltanet and gla both have a point" in verdicts[4]
+    assert "**not tested here**: no setting where deltanet and gla both have points" in verdicts[4]
     assert ["vocabulary", "256", "8,192"] in table and ["widths D", "32, 64"] in [
         r[:2] for r in table
     ]
