@@ -256,7 +256,8 @@ CHECKS = (
         f"{pct(MARGIN)} points above mamba, and mamba above hyena, at every length.",
         recall_order,
         statement="the delta rule and gated linear attention recall above Mamba, and Mamba "
-        "above Hyena, at equal state size (the figures' order in our words, not a quotation)",
+        "above Hyena, at equal state size (a summary of their MQAR comparisons in our words, not a "
+        "quotation; their figures' numbers are not read here)",
     ),
 )
 
