@@ -346,6 +346,7 @@ SLOWEST_FIRST = (  # by each file's time in a `make test` (--durations=0), longe
     "test_collect.py",
     "test_train.py",
     "test_collect_any_sweep.py",
+    "test_recipes.py",
     "test_archive.py",
     "test_plugins.py",
     "test_preflight.py",

@@ -81,7 +81,7 @@ def test_a_task_that_labels_steps_is_read_at_every_step_unless_pool_is_named(tas
             "many",
             "task.params.k='many' is invalid: Input should be a number or true/false",
         ),
-        ("model.init", "xavier", "model.init='xavier' is invalid: Input should be 'paper' or"),
+        ("model.init", "xavier", "model.init='xavier' is invalid: Input should be 'paper', "),
         ("pool.mask_padding", "yes", "pool.mask_padding='yes' is invalid: Input should be a valid"),
         ("trainer.max_epochs", 0, "trainer.max_epochs=0 is invalid"),
         ("data.val_batches", 3, "data.val_batches is not a key of data=fixed"),

@@ -13,6 +13,7 @@ from conftest import CONF, ROOT, forked
 from omegaconf import OmegaConf
 
 from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
+from longterm.analysis.every_memory_rule import PLAIN_LOOP, plain_loop, qualified, rises
 from longterm.config.command_line import check
 from longterm.experiments import command_queue, lr_race
 from longterm.experiments.every_memory_runs import LRS, SETTING, plan
@@ -180,8 +181,8 @@ def test_the_page_from_a_tiny_race_and_archived_table1_runs(tmp_path: Path):
         assert section(text, task, "mean")[4:] == ["not run"] * 7  # no run given, T0 = 20 too
     # the race ran 2 seeds, Table 1 3: the verdict says so
     assert (
-        "attention: every seed at T0 = 50. rnn: no seed at T0 = 20 (2 of 3 seeds run). "
-        "Not run: mean, lstm" in text
+        "attention: every seed at T0 = 50. rnn: no seed at T0 = 20 (*inconclusive*: 2 seeds run, "
+        "fewer than 3). Not run: mean, lstm" in text
     )
     assert (
         "**multiplication** (solved: 100% validation accuracy within the epoch limit). "
@@ -229,6 +230,58 @@ def test_the_page_without_runs_says_so_and_keeps_the_plan(tmp_path: Path):
     out = tmp_path / "every_memory.md"
     main([str(tmp_path / "none"), "--out", str(out)])
     text = out.read_text()
-    assert "## Verdict\n\nNo run has finished yet." in text
+    verdict = text.split("## Verdict")[1].split("## Plan")[0]
+    assert verdict.startswith("\n\n**Rule.** A cell reads *solved*")
+    assert "No run has finished yet." in verdict
     assert "| rnn | 50, 100 | 500, 1000, 5000, 10000 |  |" in text  # the plan, whole
     assert not (tmp_path / "every_memory").exists()  # no figure without cells
+
+
+def test_unsolved_seeds_still_rising_are_not_solved_within_their_updates():
+    """The checks pages' rule (analysis/plateau.py) on this page: a cell none of whose seeds
+    solved, with a run still rising at its cutoff, reads *not solved within N updates* with each
+    seed's rise; one at its plateau reads *no seed*."""
+    runs = pd.DataFrame(
+        {
+            "run_dir": ["a", "b", "c", "d"],
+            "history": [[0.1, 0.1, 0.1, 0.2], [0.1, 0.1, 0.1, 0.1], [0.5, 0.5, 1.0], [0.1] * 4],
+            "status": ["max_epochs", "max_epochs", "solved", "max_epochs"],
+            "updates": [4000, 4000, 3000, 4000],
+        }
+    )
+    seeds = pd.DataFrame(
+        {
+            "memory": ["lstm", "lstm", "gla", "rnn"],
+            "T0": [50, 50, 50, 50],
+            "seed": [1, 2, 1, 1],
+            "solved": [False, False, True, False],
+            "run_dirs": [("a",), ("b",), ("c",), ("d",)],
+        }
+    )
+    cells = rises(seeds, runs, ["memory", "T0"]).set_index("memory")
+    assert cells.loc["lstm"].rises == (0.1, 0.0) and cells.loc["lstm"].updates == 4000
+    assert cells.loc["gla"].rises == (0.0,)  # solved: at its plateau
+    said = qualified("no seed", list(cells.reset_index().itertuples()))
+    assert said[0][0] == "no seed" and [c.memory for c in said[0][1]] == ["gla", "rnn"]
+    assert said[1][0] == (
+        "not solved within 4,000 updates, still rising (points gained over the last 2 epochs, "
+        "each seed: +10.0 / +0.0)"
+    )
+
+
+def test_the_plain_loop_is_read_from_its_record(tmp_path: Path):
+    """What scripts/plain_lstm_addition.py wrote beside the page, said on it (not typed)."""
+    assert plain_loop(tmp_path) == ""
+    curve = [{"update": u, "val_acc": a} for u, a in ((1000, 0.146), (2000, 0.149))]
+    record = {
+        "command": "python scripts/plain_lstm_addition.py --T0 50",
+        "commit": "0123456789abcdef",
+        "machine": "x86_64, 1 thread",
+        "model": "nn.LSTM(2, 100)",
+        "runs": [{"T0": 50, "curve": curve, "constant_predictor_acc": 0.154}],
+    }
+    (tmp_path / PLAIN_LOOP).write_text(json.dumps(record))
+    said = plain_loop(tmp_path)
+    assert "at T0 = 50, 14.6–14.9% over 2,000 updates (every 1,000: 14.6, 14.9" in said
+    assert "the constant predictor 15.4%" in said and "commit 0123456789ab" in said
+    assert "stays within 5.0 points of the constant predictor at every length it ran" in said

@@ -1,7 +1,8 @@
 """Gated linear attention (models/gla.py) and DeltaNet (models/deltanet.py): their recurrences
 against flash-linear-attention's step-by-step references, the chunked and step forms and the CPU
 kernels (models/linear_attention_cpu.cpp) against each other, the state size, causality, RetNet's
-retention as GLA's fixed decay, the keys checked before training, and the ops per update on an
+retention as GLA's fixed decay, the short convolutions on q, k and v (models/short_conv.py) as
+fla's layers have them, the keys checked before training, and the ops per update on an
 accelerator."""
 
 import math
@@ -11,6 +12,7 @@ import pytest
 import torch
 from conftest import CONF, SHARED
 from test_ops import ops
+from torch import nn
 from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile
 
@@ -20,6 +22,7 @@ from longterm.models.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
 from longterm.models.deltanet import DeltaNet, delta_chunked, delta_step
 from longterm.models.gla import SUB, GatedLinearAttention, gla_chunked, gla_step
 from longterm.models.linear_attention_cpu import delta_kernel, gla_kernel, kernel_runs
+from longterm.models.short_conv import ShortConvolution
 from longterm.models.state import run_steps, state_numbers
 from longterm.tasks import default_width
 
@@ -103,6 +106,10 @@ ENCODERS = {  # on the CPU: the compiled kernel unless impl=reference (the chunk
     "gla-fixed-kernel": (GatedLinearAttention, {"decay": "fixed"}),
     "deltanet": (DeltaNet, {"impl": "reference"}),
     "deltanet-kernel": (DeltaNet, {}),
+    "gla-conv": (GatedLinearAttention, {"use_short_conv": True, "impl": "reference"}),
+    "gla-conv-kernel": (GatedLinearAttention, {"use_short_conv": True}),
+    "deltanet-conv": (DeltaNet, {"use_short_conv": True, "impl": "reference"}),
+    "deltanet-conv-kernel": (DeltaNet, {"use_short_conv": True}),
 }
 T_LONG = 2 * CHUNK + 11  # three chunks on the CPU, the last one part-filled
 
@@ -119,13 +126,17 @@ def test_the_chunked_and_step_forms_are_equal_with_random_weights(name):
 
 @pytest.mark.parametrize("name", ENCODERS)
 def test_the_declared_state_size_is_the_step_forms(name):
-    """heads d_k d_v per layer at any length: 2 layers x 2 heads x d_k x 8 at D = 16."""
+    """heads d_k d_v per layer at any length: 2 layers x 2 heads x d_k x 8 at D = 16; with the
+    short convolutions (conv_size 4) also their last min(T, 3) inputs of q and k (2 d_k each) and
+    v (16) per layer."""
     cls, keys = ENCODERS[name]
     encoder = random_encoder(cls, 1, **keys)
     d_k = 4 if cls is GatedLinearAttention else 8  # expand_k = 0.5 for GLA
-    for T in (1, 5, 17):
+    channels = 2 * 2 * d_k + 16 if keys.get("use_short_conv") else 0
+    for T in (1, 2, 5, 17):
         _, state = run_steps(encoder, torch.randn(3, T, 3, dtype=torch.float64))
-        assert state_numbers(state) == encoder.state_size(T) == 2 * 2 * d_k * 8
+        expected = 2 * (2 * d_k * 8 + channels * min(T, 3))
+        assert state_numbers(state) == encoder.state_size(T) == expected
 
 
 @pytest.mark.parametrize("name", ENCODERS)
@@ -139,6 +150,64 @@ def test_later_steps_never_reach_earlier_states_across_chunks(name):
     h, h_changed = encoder(x), encoder(changed)
     torch.testing.assert_close(h_changed[:, : t + 1], h[:, : t + 1], rtol=0, atol=0)
     assert not torch.allclose(h_changed[:, t + 1 :], h[:, t + 1 :])
+
+
+def test_the_short_convolution_is_flas():
+    """fla's ShortConvolution (fla/modules/convolution.py): nn.Conv1d(C, C, k, groups=C,
+    padding=k - 1) on (B, C, T), its first T outputs; the step form, from the last min(t, k - 1)
+    inputs, gives the same, with a bias or without."""
+    x = torch.randn(2, 9, 6, dtype=torch.float64)
+    for bias in (False, True):
+        conv = ShortConvolution(6, 4, bias=bias).double()
+        fla = nn.Conv1d(6, 6, 4, groups=6, padding=3, bias=bias).double()
+        fla.load_state_dict(conv.state_dict())
+        expected = fla(x.transpose(1, 2))[..., :9].transpose(1, 2)
+        torch.testing.assert_close(conv(x), expected, rtol=1e-12, atol=1e-12)
+        recent, steps = None, []
+        for t in range(9):
+            y, recent = conv.step(x[:, t], recent)
+            steps.append(y)
+            assert (
+                recent.shape == (2, min(t + 1, 3), 6)
+                and conv.state_size(t + 1) == recent[0].numel()
+            )
+        torch.testing.assert_close(torch.stack(steps, 1), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [GatedLinearAttention, DeltaNet])
+def test_q_k_v_are_flas_with_the_short_convolutions(cls):
+    """After the projections, before the feature map and the norm (fla/layers/gla.py,
+    fla/layers/delta_net.py, use_short_conv=True): GLA q, k, v = SiLU(Conv(u W)); DeltaNet q, k =
+    L2(SiLU(Conv(u W))), v = SiLU(Conv(u W_V)); each Conv k taps on each channel and no bias; the
+    decay and beta read u. The convolutions add 4 taps per channel of q, k and v, nothing else."""
+    mixer = random_encoder(cls, 3, use_short_conv=True).mixers[0]
+    u = torch.randn(2, 11, 16, dtype=torch.float64)
+    T = u.shape[1]
+    convolved = [
+        F.conv1d(W(u).transpose(1, 2), c.weight, padding=3, groups=c.in_channels)[..., :T]
+        for W, c in (
+            (mixer.W_q, mixer.conv.q),
+            (mixer.W_k, mixer.conv.k),
+            (mixer.W_v, mixer.conv.v),
+        )
+    ]
+    q, k, v = (F.silu(x.transpose(1, 2)).unflatten(-1, (2, -1)) for x in convolved)
+    if cls is DeltaNet:
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    *qkv, gate, _ = mixer.projections(u)
+    for got, expected in zip(qkv, (q, k, v), strict=True):
+        torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    if cls is DeltaNet:
+        expected = torch.sigmoid(mixer.W_beta(u))
+    else:
+        expected = F.logsigmoid(mixer.W_a(u).unflatten(-1, (2, -1))) / 16
+    torch.testing.assert_close(gate, expected, rtol=1e-12, atol=1e-12)
+    with_conv, without = (cls(3, 16, heads=2, use_short_conv=c) for c in (True, False))
+    added = sum(p.numel() for p in with_conv.parameters())
+    added -= sum(p.numel() for p in without.parameters())
+    channels = 16 + 16 + 16 if cls is DeltaNet else 8 + 8 + 16  # d_k = D / 2 for GLA
+    assert added == 2 * 4 * channels  # two layers
+    assert all(c.bias is None for c in (mixer.conv.q, mixer.conv.k, mixer.conv.v))
 
 
 def test_fixed_decay_is_retnets_retention():
@@ -251,8 +320,10 @@ def test_the_accelerators_plan_has_a_fixed_number_of_chunks():
 
 @pytest.mark.slow  # about 15 s: profiling some 20,000 ops four times
 @pytest.mark.parametrize("model", ["gla", "deltanet"])
-def test_ops_per_update_on_an_accelerator_do_not_grow_with_the_length(model):
-    assert ops(1000, f"model={model}") == ops(10000, f"model={model}")
+@pytest.mark.parametrize("conv", ["false", "true"])
+def test_ops_per_update_on_an_accelerator_do_not_grow_with_the_length(model, conv):
+    keys = (f"model={model}", f"model.use_short_conv={conv}")
+    assert ops(1000, *keys) == ops(10000, *keys)
 
 
 @pytest.mark.parametrize("chunked", [gla_chunked, delta_chunked])
@@ -277,6 +348,8 @@ def test_the_chunked_forms_ops_do_not_grow_with_the_length(chunked):
         (["model=gla", "model.heads=3"], "model: heads=3 must divide dim=64 and dim * expand_k"),
         (["model=gla", "model.decay=linear"], "model.decay='linear' is invalid"),
         (["model=deltanet", "model.heads=5"], "model: heads=5 must divide dim=64"),
+        (["model=deltanet", "model.conv_size=0"], "model.conv_size=0 is invalid"),
+        (["model=gla", "model.use_short_conv=maybe"], "model.use_short_conv='maybe' is invalid"),
     ],
 )
 def test_own_keys_are_checked_before_training(args, expected):

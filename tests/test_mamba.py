@@ -168,7 +168,7 @@ def test_every_impl_of_mamba_builds_with_any_readout(impl, pool):
     [
         ("d_state", 0, "model: d_state=0 must be >= 1"),
         ("expand", 1.5, "model.expand=1.5 is invalid: Input should be a valid integer"),
-        ("dt_rank", 0, "model: dt_rank=0 must be >= 1 (or null: ceil(dim / 16))"),
+        ("dt_rank", 0, "model: dt_rank=0 must be >= 1 (or auto: ceil(dim / 16))"),
         ("d_model", 4, "model.d_model is not a key of model=mamba"),
     ],
 )

@@ -3,11 +3,12 @@
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import CONF, quick, train_py
 
 from longterm.analysis.arch_runs import load
-from longterm.analysis.memory_comparison import COMMANDS, main
+from longterm.analysis.memory_comparison import COMMANDS, described, main
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
 from longterm.tasks import default_width
@@ -62,3 +63,22 @@ def test_tables_from_a_small_comparison(tmp_path: Path):
         f"python -m longterm.analysis.memory_comparison {tmp_path} --out {tmp_path / 'table.md'}"
         in text
     )
+
+
+def test_the_header_says_what_the_runs_given_were():
+    """The page's first paragraph is read from its runs (tasks, lengths, updates, sizes, seeds),
+    not the experiment's defaults."""
+    data = {"T0": 64, "batch_size": 32, "val_size": 200}
+    runs = pd.DataFrame(
+        {
+            "arch": ["lstm", "lstm", "mamba"],
+            "task": ["mqar", "mqar", "temporal_order"],
+            "seed": [1, 2, 1],
+            "updates": [4000, 3000, 250],
+            "data": [data, data, {**data, "T0": 20}],
+        }
+    )
+    said = described(runs)
+    assert said.startswith("lstm and mamba on mqar and temporal_order (3 runs, 1–2 seeds a cell)")
+    assert "at T0 = 20 (lengths 20..21) and T0 = 64 (lengths 64..70)" in said
+    assert "at most 4,000 updates of 32 sequences each, validation on 200 sequences" in said

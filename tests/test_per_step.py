@@ -75,9 +75,8 @@ def test_every_model_per_step_reads_is_causal(name):
     """The output at step t does not change when steps after t change, and does when step t
     does (float64, so equal means equal)."""
     torch.manual_seed(0)
-    net = sequence_model(
-        encoder_of(name), 3, 4, PerStep(8), dim=8, hidden=6, **OWN.get(name, {})
-    ).double()
+    net = sequence_model(encoder_of(name), 3, 4, PerStep(8), dim=8, hidden=6, **OWN.get(name, {}))
+    net = net.double().eval()  # eval: dropout (zoology's models) would differ between forwards
     x = torch.randn(2, 12, 3, dtype=torch.float64)
     later = x.clone()
     later[:, 6:] = torch.randn(2, 6, 3, dtype=torch.float64)

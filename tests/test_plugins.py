@@ -141,7 +141,7 @@ PLUGIN_MISTAKES = [
         ["model=gru", "model.encoder=mylab.gru.Gru", "model.name=gru2"],
         "model.encoder=mylab.gru.Gru is invalid: module mylab.gru has no 'Gru'",
     ),
-    (["model=gruu"], "model='gruu' is invalid: choose one of all_attention, deltanet, "),
+    (["model=gruu"], "model='gruu' is invalid: choose one of all_attention, base_conv, deltanet, "),
     (
         ["task=ordered_difference", "task.n_features=3"],
         "task.n_features=3 is invalid: task=ordered_difference's generator gives 2 features",
@@ -201,7 +201,7 @@ def test_a_misspelt_plugin_name_offers_the_closest(lab):
     out = train_py("--config-dir", "mylab/conf", "model=gur", cwd=lab, env=in_lab(lab))
     assert out.returncode == 1
     assert out.stderr.startswith("error: model='gur' is invalid: choose one of all_attention, ")
-    assert out.stderr.endswith(", transformer; did you mean gru?\n")
+    assert out.stderr.endswith(", zoology_mamba; did you mean gru?\n")
 
 
 @pytest.mark.parametrize(

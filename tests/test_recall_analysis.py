@@ -11,13 +11,14 @@ import pandas as pd
 import pytest
 from conftest import CONF
 
-from longterm.analysis.recall import FIGURE, load, main, plot, points
+from longterm.analysis.plateau import Cell
+from longterm.analysis.recall import FIGURE, chances, load, main, plot, points
 from longterm.analysis.recall_checks import (
-    ATTENTION,
     CHECKS,
     MARGIN,
     SOLVED,
     attention_solves,
+    check_rows,
     complete,
     convolution_needs_width,
     delta_rule_above_additive,
@@ -28,7 +29,9 @@ from longterm.analysis.recall_checks import (
 )
 from longterm.config.command_line import check
 from longterm.experiments import lr_race
-from longterm.experiments.recall_runs import DIMS, MODELS, SETTINGS, races
+from longterm.experiments.recall_runs import DIMS, MODELS, SETTINGS, has_span, races
+
+GROWING = ("transformer", "all_attention", "feedback", "hyena")  # the fabricated points' kinds
 
 
 def write_run(root: Path, model: str, width: int, T0: int, lr: float, acc: float, **more) -> Path:
@@ -66,10 +69,24 @@ def rows(text: str) -> list[list[str]]:
     ]
 
 
-def grid(**acc: dict[tuple[int, int], float]) -> pd.DataFrame:
-    """Points of the checks: model -> {(T0, width): accuracy}, state 10 x width x T0."""
+def kind(model: str) -> str:
+    return "fixed" if model not in GROWING else "convolution" if model == "hyena" else "attention"
+
+
+def grid(seeds: int = 3, rises: float = 0.0, **acc: dict[tuple[int, int], float]) -> pd.DataFrame:
+    """Points of the checks: model -> {(T0, width): accuracy}, state 10 x width x T0, each point
+    `seeds` seeds of that accuracy whose runs rose by `rises` at their cutoff."""
     rows = [
-        {"T0": T0, "kv": dict(SETTINGS)[T0], "model": m, "width": w, "acc": a, "state": 10 * w * T0}
+        {
+            "T0": T0,
+            "kv": dict(SETTINGS)[T0],
+            "model": m,
+            "width": w,
+            "acc": a,
+            "state": 10 * w * T0,
+            "kind": kind(m),
+            "cell": Cell(m, (a,) * seeds, (rises,) * seeds, 2000),
+        }  # fmt: skip
         for m, cells in acc.items()
         for (T0, w), a in cells.items()
     ]
@@ -105,7 +122,7 @@ def test_the_checks_fail_on_points_that_contradict_them():
         gla=everywhere(1.0),
     )
     assert attention_solves(p).verdict == "does not hold"
-    assert "feedback D=32 at T0 = 128: 98.0%" in attention_solves(p).why
+    assert "feedback D=32 at T0 = 128: 98.0 / 98.0 / 98.0%" in attention_solves(p).why
     assert convolution_needs_width(p).verdict == "does not hold"
     assert fixed_state_below_attention(p).verdict == "does not hold"
     assert delta_rule_above_additive(p).verdict == "does not hold"  # a tie within MARGIN
@@ -126,7 +143,8 @@ def test_the_checks_read_only_the_settings_every_model_and_width_ran():
     """T0 = 128 lacks gla at D = 64: left out, and said; the others kept whole."""
     cells = everywhere(0.5)
     p = grid(transformer=everywhere(1.0), gla={k: a for k, a in cells.items() if k != (128, 64)})
-    kept, partial = complete(p)
+    kept, partial, beside = complete(p)
+    assert beside == []
     assert sorted(kept.T0.unique()) == [T0 for T0, _ in SETTINGS if T0 != 128]
     assert len(kept) == len(p[p.T0 != 128])
     assert partial == ["T0 = 128, 8 pairs (3 of 4 model-width points)"]
@@ -174,7 +192,7 @@ def test_the_page_from_run_records(tmp_path: Path):
             for lr, acc in ((3e-3, HYENA_NEEDS_WIDTH[(T0, w)]), (1e-3, 0.3)):
                 write_run(runs, "hyena", w, T0, lr, acc)
     write_run(runs, "deltanet", 32, 64, 1e-3, 0.42, state=4242)
-    write_run(runs, "deltanet", 32, 128, 1e-3, 0.21, state=8484)
+    write_run(runs, "deltanet", 32, 128, 1e-3, 0.21, state=4242)  # a fixed state
     p = points(load([runs]))
     assert len(p) == 2 * 2 * 2 + 2 and set(p.runs) == {1, 2}
     hyena = p[(p.model == "hyena") & (p.T0 == 128) & (p.width == 32)].iloc[0]
@@ -184,25 +202,32 @@ def test_the_page_from_run_records(tmp_path: Path):
     main([str(tmp_path), "--out", str(out)])
     text = out.read_text()
     table = rows(text)
-    assert ["deltanet", "32", "4,242", "32,000", "42.0", "1e-3", "2,000", "1", "1"] in table
-    assert ["hyena", "32", "40,960", "32,000", "40.0", "3e-3", "2,000", "1", "2"] in table
-    assert ["transformer (attention)", "64", "81,920", "64,000", "100.0", "3e-3", "500"] in [
-        r[:7] for r in table
+    assert ["deltanet", "32", "4,242", "32,000", "42.0", "0.0", "1e-3", "2,000", "1", "1"] in table
+    assert ["hyena", "32", "40,960", "32,000", "40.0", "0.0", "3e-3", "2,000", "1", "2"] in table
+    assert ["transformer (attention)", "64", "81,920", "64,000", "100.0", "0.0", "3e-3", "500"] in [
+        r[:8] for r in table
     ]
     verdicts = [line for line in text.splitlines() if line.startswith("| [")]
     assert len(verdicts) == len(CHECKS)
-    assert "**holds**: all 4 attention points at T0 = 64, 128 reach 99.0%" in verdicts[0]
-    assert "**holds**: D=32: 90.0% at T0 = 64 → 40.0% at 128" in verdicts[1]
+    # one seed a point: what the values say, read as inconclusive (plateau.py)
+    assert (
+        "**inconclusive**: all 4 attention points (transformer) at T0 = 64, 128 reach"
+        in (verdicts[0])
+    )
+    assert (
+        "The values say *holds*, but of the 4 cells it reads, 4 with fewer than 3" in (verdicts[0])
+    )
+    assert "**inconclusive**: D=32: 90.0% at T0 = 64 → 40.0% at 128" in verdicts[1]
     assert "**not tested here**: no setting where deltanet and gla both have points" in verdicts[4]
     assert ["vocabulary", "256", "8,192"] in table and ["widths D", "32, 64"] in [
         r[:2] for r in table
     ]
-    assert "1e-3, 3e-3 (a race)" in text and "18 runs in 10 race(s)" in text
+    assert "1e-3, 3e-3 (a race; the best shown)" in text and "18 runs in 10 race(s)" in text
     assert f"python -m longterm.analysis.recall {tmp_path} --out {out}" in text
     figure = out.parent / "recall" / FIGURE
     first = figure.read_bytes()
     assert first[:4] == b"\x89PNG" and len(first) < 100_000
-    plot(p, tmp_path / "again.png")
+    plot(p, tmp_path / "again.png", chances(load([runs]), p))
     assert (tmp_path / "again.png").read_bytes() == first  # the same points, the same bytes
 
 
@@ -224,7 +249,7 @@ def test_the_sweep_is_one_race_per_setting_width_and_model():
                                 int(args["model.dim"]), args["model"])  # fmt: skip
         assert r[r.index("--sweep-dir") + 1] == f"outputs/recall/{model}_d{width}_T{T0}"
         assert (T0, kv) in SETTINGS and args["experiment"] == "recall"
-        assert args.get("model.attn_span") == (str(T0) if model in ATTENTION else None)
+        assert args.get("model.attn_span") == (str(T0) if has_span(model) else None)
         assert r[r.index("--lrs") + 1 : r.index("--launcher")] == ["3e-3", "1e-3"]
         assert r[r.index("--seeds") + 1 : r.index("--lrs")] == ["1"]
         seen.append((T0, width, model))
@@ -281,3 +306,95 @@ def test_the_page_from_a_tiny_real_race(tmp_path: Path):
     state, params = int(runs.state_size.iloc[0]), int(runs.n_params.iloc[0])
     assert ["gla", "8", f"{state:,}", f"{params:,}"] in [r[:4] for r in rows(text)]
     assert "--sweep-dir " + str(sweep) in text
+
+
+def test_verdicts_say_what_the_runs_can_show():
+    """A verdict stands on 3 agreeing seeds at a plateau; with fewer seeds it is inconclusive,
+    and a failing one on runs still rising is not reproduced within their updates."""
+    cells = {"transformer": everywhere(1.0), "deltanet": everywhere(0.5)}
+    assert attention_solves(grid(**cells)).verdict == "holds"
+    one = attention_solves(grid(seeds=1, **cells))
+    assert one.verdict == "inconclusive" and "fewer than 3 seeds" in one.why
+    low = {"transformer": everywhere(0.5), "deltanet": everywhere(0.5)}
+    rising = attention_solves(grid(rises=0.05, **low))
+    assert rising.verdict == "not reproduced within 2,000 updates"
+    assert "still rising at 2,000 updates" in rising.why and "+5.0 / +5.0 / +5.0" in rising.why
+    split = grid(**cells)
+    split.loc[0, "cell"] = Cell("transformer", (0.957, 0.997, 0.394), (0, 0, 0), 2000)
+    outcome = attention_solves(split)
+    assert outcome.verdict == "inconclusive" and "95.7 / 99.7 / 39.4" in outcome.why
+
+
+ARCHIVE = Path(__file__).resolve().parents[1] / "runs" / "recall"
+
+
+def user_run(root: Path, model: str, span: int, T0: int = 64, seed: int = 1) -> Path:
+    """A run of a model of the user's own (a sliding-window attention: the transformer's encoder
+    with its own span) at one length, as its race lays it out."""
+    encoder = {"encoder": "longterm.models.transformer.Transformer", "heads": 4, "d_ff": 32}
+    config = {"model": {"name": model, "dim": 32, "layers": 2, "attn_span": span, **encoder},
+              "task": {"name": "mqar", "inputs": "tokens",
+                       "params": {"vocab": 256, "kv_pairs": dict(SETTINGS)[T0]}},
+              "data": {"batch_size": 32, "val_size": 500}}  # fmt: skip
+    return write_run(root, model, 32, T0, 1e-3, 0.9, config=config, seed=seed,
+                     state=2 * 2 * 32 * min(T0, span - 1))  # fmt: skip
+
+
+@pytest.mark.skipif(not ARCHIVE.is_dir(), reason="the archived recall runs")
+def test_a_users_model_at_one_length_sits_beside_the_archived_grid(tmp_path: Path):
+    """A sliding-window attention of the user's own at T0 = 64 beside the archived grid: every
+    built-in verdict as without it, its points in the table (†) and the figure, and its kind
+    read from what it declares (a window of 16 steps: a fixed state; one of 4,096: attention)."""
+    mine = tmp_path / "mine"
+    user_run(mine, "my_window", 16)
+    user_run(mine, "my_attention", 4096)
+    alone = points(load([ARCHIVE]))
+    beside = points(load([ARCHIVE, mine]))
+    verdicts = [r["verdict"] for r in check_rows(complete(alone)[0])]
+    assert [r["verdict"] for r in check_rows(complete(beside)[0])] == verdicts
+    assert not any("not tested here" in v for v in verdicts)
+    kinds = dict(zip(beside.model, beside.kind, strict=False))
+    assert kinds["my_window"] == "fixed" and kinds["my_attention"] == "attention"
+    assert kinds["transformer"] == "attention" and kinds["mamba"] == "fixed"
+    assert complete(beside)[2] == ["my_attention (run at T0 = 64 only)",
+                                   "my_window (run at T0 = 64 only)"]  # fmt: skip
+    out = tmp_path / "recall.md"
+    main([str(ARCHIVE), str(mine), "--out", str(out)])
+    text = out.read_text()
+    assert ["my_window †", "32"] in [r[:2] for r in rows(text)]
+    assert ["my_attention (attention) †", "32"] in [r[:2] for r in rows(text)]
+    assert "Beside the grid, in the tables (†) and the figure but read by no check" in text
+    assert (tmp_path / "recall" / FIGURE).exists()
+
+
+def test_the_settings_table_reads_every_difference_from_the_runs(tmp_path: Path):
+    """Keys recorded by newer runs (optimizer, schedule, stop, head, fillers, short convolutions,
+    dt_rank) are read from the configs; an older run without them reads as their defaults."""
+    runs = tmp_path / "recall"
+    newer = {"optim": {"name": "adamw", "weight_decay": 0.1, "schedule": "cosine"},
+             "callbacks": {"stop_when_solved": {"threshold": 0.99}}}  # fmt: skip
+    for T0 in (64, 128):
+        config = {
+            "model": {"name": "gla", "dim": 32, "layers": 2, "head": "linear",
+                      "use_short_conv": True},
+            "task": {"name": "mqar",
+                     "params": {"vocab": 8192, "kv_pairs": dict(SETTINGS)[T0],
+                                "random_non_queries": False}},
+            "data": {"batch_size": 64, "val_size": 3000}, **newer,
+        }  # fmt: skip
+        write_run(runs, "gla", 32, T0, 1e-3, 0.5, config=config, state=256)
+        old = {"model": {"name": "mamba", "dim": 32, "layers": 2, "dt_rank": 4},
+               "task": {"name": "mqar", "params": {"vocab": 256, "kv_pairs": dict(SETTINGS)[T0]}},
+               "data": {"batch_size": 32, "val_size": 500}}  # fmt: skip
+        write_run(runs, "mamba", 32, T0, 1e-3, 0.5, config=old, state=2432)
+    out = tmp_path / "recall.md"
+    main([str(runs), "--out", str(out)])
+    table = {r[0]: r[1] for r in rows(out.read_text())}
+    assert table["optimizer"] == "adam, adamw, weight decay 0, 0.1, gradient clipping none"
+    assert table["schedule"] == "cosine, none"
+    assert table["stop"] == "at 99% validation accuracy, else at the epoch limit"
+    assert table["random fillers (`random_non_queries`)"] == "false, true"
+    assert table["short convolutions (gla, deltanet)"] == "with"
+    assert table["head"].startswith("linear, mlp")
+    assert table["Mamba's dt_rank"] == "4 (zoology's ceil(D / 16) would be 2 at D = 32)"
+    assert table["seeds"] == "1 a point"

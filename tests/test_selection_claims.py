@@ -90,7 +90,7 @@ def test_selective_copying_holds_when_mamba_beats_both_time_invariant_mixers(con
     assert verdict(row) == "holds", row["verdict"]
     numbers = row[NUMBERS].split("<br>")
     assert (
-        numbers[0] == f"{MAMBA}: 97.0 (95.0–99.0), 3 seeds, 1,009 parameters, state 4,864 numbers"
+        numbers[0] == f"{MAMBA}: 95.0 / 97.0 / 99.0, 3 seeds, 1,009 parameters, state 4,864 numbers"
     )
     assert numbers[1].endswith("state 8,192 numbers") and "state" not in numbers[2]
     chance = float(numbers[3].removeprefix("chance "))
@@ -130,10 +130,10 @@ def test_induction_heads_compares_at_the_longest_tested_length(configs):
     assert f"{MAMBA} {at_length(LONGEST)} beats {ATTENTION} {at_length(LONGEST)}" in row["verdict"]
     lines = row[NUMBERS].split("<br>")
     assert lines[1].startswith(f"{MAMBA}: 3 seeds, 1,009 parameters, state 4,864 numbers; ")
-    assert "T = 64 (trained, best val) 99.7 (99.0–100.0)" in lines[1]
-    assert "T = 1024 96.7 (95.0–98.0)" in lines[1]
+    assert "T = 64 (trained, best val) 100.0 / 100.0 / 99.0" in lines[1]
+    assert "T = 1024 98.0 / 97.0 / 95.0" in lines[1]
     assert [f"T = {t} " in lines[2] for t in LENGTHS] == [True] * len(LENGTHS)
-    assert "T = 1024 7.0 (6.0–8.0)" in lines[2] and "state 18,176 numbers" in lines[2]
+    assert "T = 1024 7.0 / 8.0 / 6.0" in lines[2] and "state 18,176 numbers" in lines[2]
     assert lines[3] == "chance 6.7 (a constant answer: 1/(vocab − 1))"  # vocab 16
 
     # the transformer at 1024 better: does not hold, though mamba's best validation is lower
@@ -152,6 +152,15 @@ def test_induction_heads_compares_at_the_longest_tested_length(configs):
     assert verdict(row) == "inconclusive", row["verdict"]
     why = f"{ATTENTION} (best 8.0%) did not learn the task at its training length"
     assert why in row["verdict"]
+    # the transformer trained only at 1e-3, not at the paper's 2e-4: no verdict, and it says so
+    at_1e3 = [{**r, "lr": 1e-3} for r in [*mamba, *attention]]
+    row = induction_row(runs_of(at_1e3))
+    assert verdict(row) == "inconclusive", row["verdict"]
+    assert "the transformer trained only at 1e-3, where the Mamba paper says" in row["verdict"]
+    assert "(it reports 2e-4)" in row["verdict"]
+    assert row[NUMBERS].split("<br>")[-1] == f"learning rates: {MAMBA} 1e-3; {ATTENTION} 1e-3"
+    at_paper = [{**r, "lr": 2e-4} for r in [*mamba, *attention]]
+    assert verdict(induction_row(runs_of(at_paper))) == "holds"
 
 
 def test_missing_runs_make_the_rows_inconclusive(configs):
@@ -164,7 +173,7 @@ def test_missing_runs_make_the_rows_inconclusive(configs):
     untested = records(configs, "induction_heads", MAMBA, (1.0, 1.0, 1.0))
     attention = records(configs, "induction_heads", ATTENTION, (0.9, 0.9))
     row = induction_row(runs_of(copying, untested, attention))
-    assert "T = 64 (trained, best val) 100.0 (100.0–100.0)" in row[NUMBERS]
+    assert "T = 64 (trained, best val) 100.0 / 100.0 / 100.0" in row[NUMBERS]
     assert "no runs of mamba L=2 at T = 1024, transformer L=2 at T = 1024" in row["verdict"]
     tested = records(
         configs, "induction_heads", ATTENTION, (0.9, 0.9), lengths=lengths((1,) * 4, (1,) * 4)

@@ -23,7 +23,7 @@ from tensorboard.plugins.hparams import (
 )
 
 from longterm.analysis.events import scalars
-from longterm.choices import COMMON_MODEL_KEYS, LENGTHS, LOSSES
+from longterm.choices import COMMON_MODEL_KEYS, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
 from longterm.config import run_names
 from longterm.training.hparams_records import (
     FILE_VERSION,
@@ -74,7 +74,8 @@ TASK_KEYS += ["kv_pairs", "power_a", "random_non_queries", "data_tokens"]
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
 MODEL_OWN = own_model_keys()  # key -> a value of it, from the conf files
 MODEL_KEYS = sorted(MODEL_OWN)
-FREE_TEXT = {k for k, v in MODEL_OWN.items() if isinstance(v, str)}  # `norm`, `decay`, `a_init`
+# shown as text (hparams_records.kind_of): `norm`, `decay`, `a_init`; `kernels`, a list
+FREE_TEXT = {k for k, v in MODEL_OWN.items() if isinstance(v, str | list)}
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
     api_pb2.STATUS_SUCCESS,
@@ -125,6 +126,8 @@ def test_the_table_opens_on_the_columns_that_matter(board):
     assert [h.name for h in infos[5:]] == sorted(
         ["batch_size", "data", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed"]
+        + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
+        + ["head"]  # model.head
         + TASK_KEYS
         + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
         + MODEL_KEYS
@@ -137,6 +140,7 @@ def test_every_string_key_has_its_allowed_values_to_filter_by(board):
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
     allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
+    allowed |= dict(optim=OPTIMIZERS, schedule=SCHEDULES, head=HEADS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
     assert strings == {*allowed, *FREE_TEXT}
     assert not any(infos[k].domain_discrete.values for k in FREE_TEXT)

@@ -88,11 +88,17 @@ def test_an_encoder_s_step_form_is_its_training_form(name):
         ("transformer", {"norm": "pre", "attn_span": 16}),
         ("all_attention", {"norm": "pre", "n_persistent": 0, "attn_span": 1}),
         ("feedback", {"share_kv": False, "layers": 3, "attn_span": 16}),
+        ("gla", {"use_short_conv": True}),
+        ("gla", {"use_short_conv": True, "conv_size": 2, "impl": "reference"}),
+        ("deltanet", {"use_short_conv": True}),
+        ("deltanet", {"use_short_conv": True, "conv_size": 3, "impl": "reference"}),
     ],
 )
 def test_the_variants_the_keys_select_step_as_they_run(name, changes):
     """What the conf files do not choose: pre-norm layers, attention alone over its own step,
-    one key/value projection per layer; spans far shorter than the sequence."""
+    one key/value projection per layer; spans far shorter than the sequence; the short
+    convolutions on q, k and v of GLA and DeltaNet (their last inputs carried, below and above
+    the kernel's width)."""
     enc = encoder(name, **changes)
     x = torch.randn(B, 50, F, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     with torch.no_grad():

@@ -12,7 +12,10 @@ INPUTS = ("onehot", "tokens")
 LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 # The model section's keys that the framework reads (models/build.py); the others are the
 # encoder's own (plugins/keys.py: encoder_keys).
-COMMON_MODEL_KEYS = ("name", "encoder", "dim", "hidden", "negative_slope", "init", "impl")
+COMMON_MODEL_KEYS = ("name", "encoder", "dim", "hidden", "negative_slope", "init", "impl", "head")
+# model.head (models/head.py): the paper's two leaky-ReLU layers on c, or logits c E^T tied to
+# the token embedding E (zoology's lm_head; token inputs with n_outputs = vocab)
+HEADS = ("mlp", "tied")
 # The pool section's keys that every readout has; the others are the readout's own
 # (plugins/keys.py: readout_keys).
 COMMON_POOL_KEYS = ("name", "readout", "mask_padding")
@@ -26,11 +29,16 @@ PAPER_READOUTS = (
 # A plugin's name is a run directory's part and a TensorBoard value: letters, digits and _.
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]*$"
 DATA = ("fixed", "variable")  # data.name (conf/data/*.yaml)
-INITS = ("paper", "torch")  # model.init
+# model.init: the paper's N(0, 1/fan_in), PyTorch's default, zoology's N(0, 0.02^2)
+INITS = ("paper", "torch", "zoology")
 NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
 # model.impl (built_impl; the plans of models/fused.py and models/selective_scan.py)
 IMPLS = ("auto", "reference", "fused")
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
+# The training recipe (conf/train.yaml: optim; training/recipes.py): the optimizer, and the
+# learning-rate schedule: constant, cosine per epoch, or linear warmup then cosine per update.
+OPTIMIZERS = ("adam", "adamw")  # optim.name
+SCHEDULES = ("none", "cosine", "warmup_cosine")  # optim.schedule
 
 # model.impl=fused: the feedforward model's encoder and a PAPER_READOUTS pooling in one pass
 FUSED_ENCODER = "longterm.models.feedforward.StepEncoder"
@@ -107,6 +115,24 @@ def targets_error(
         return (
             f"pool={pool} is invalid with model={model}: its state at a step sees later steps "
             "(its encoder says causal = False); use a causal model"
+        )
+    return None
+
+
+def head_error(head: str, inputs: str, n_outputs: int, vocab: int | None) -> str | None:
+    """Why `model.head=head` cannot give a task's outputs, in one line; None if it can. The
+    tied head's logits are scores against the token embedding: token inputs, n_outputs = vocab."""
+    if head not in HEADS:
+        return f"model.head={head!r} is invalid: choose one of {', '.join(HEADS)}"
+    if head == "tied" and inputs != "tokens":
+        return (
+            "model.head=tied is invalid with one-hot inputs: it scores against the token "
+            "embedding; use a task of token inputs (task.inputs=tokens) or model.head=mlp"
+        )
+    if head == "tied" and n_outputs != vocab:
+        return (
+            f"model.head=tied is invalid with task.n_outputs={n_outputs}: its logits are one per "
+            f"token of the embedding, task.vocab={vocab}; use model.head=mlp"
         )
     return None
 

@@ -4,7 +4,9 @@ best validation accuracy, or another column of the runs such as the accuracy at 
 length), and one stated rule (RULE) turns them into a verdict.
 
 The claims of each paper live in their own module (claims.py, selection_claims.py); this one
-holds what they share, so that every row is judged by the same rule.
+holds what they share, so that every row is judged by the same rule; what runs can show (seeds,
+runs still rising at their cutoff) is analysis/plateau.py's rule, shared with the other checks
+pages.
 """
 
 from dataclasses import dataclass
@@ -12,23 +14,24 @@ from dataclasses import dataclass
 import pandas as pd
 
 from longterm.analysis.formats import pct
+from longterm.analysis.plateau import Cell, judged, rise
+from longterm.analysis.plateau import rule as plateau_rule
 from longterm.analysis.references import references
 
-MIN_SEEDS = 3  # fewer seeds of a model: inconclusive
 ABOVE_CHANCE = 0.05  # a comparison where no model beats chance by this much tests nothing
 BEST = "best_acc"  # the value compared unless a comparison names another column of the runs
 
 RULE = (
-    f"A model's numbers are the mean of its seeds' best validation accuracy and the range "
-    f"(lowest–highest seed). *A beats B* when every seed of A is above every seed of B (the "
-    f"ranges do not overlap). A claim that A does better than B holds here when A beats B, does "
-    f"not hold when B beats A or the ranges overlap with A's mean below B's, and is inconclusive "
-    f"when the ranges overlap otherwise. A claim that A loses nothing against B holds when B "
-    f"does not beat A and does not hold when it does. A claim of several comparisons holds when "
-    f"each holds and does not hold when any does not. Any comparison is inconclusive when a "
-    f"model has fewer than {MIN_SEEDS} seeds, or when no model in it is {pct(ABOVE_CHANCE)} "
-    f"points above chance (the best constant predictor on the same validation set): runs that "
-    f"learned nothing test nothing."
+    f"A model's numbers are its seeds' best validation accuracies, each shown. *A beats B* when "
+    f"every seed of A is above every seed of B (the ranges do not overlap); overlapping ranges "
+    f"are a tie, so seeds that disagree by more than the gap between the models give no "
+    f"verdict. A claim that A does better than B holds here when A beats B, does not hold when "
+    f"B beats A, and is inconclusive when the ranges overlap. A claim that A loses nothing "
+    f"against B holds when B does not beat A and does not hold when it does. A claim of several "
+    f"comparisons holds when each holds and does not hold when any does not. Any comparison is "
+    f"inconclusive when no model in it is {pct(ABOVE_CHANCE)} points above chance (the best "
+    f"constant predictor on the same validation set): runs that learned nothing test nothing. "
+    + plateau_rule("their ranges compared as above")
 )
 
 
@@ -61,6 +64,9 @@ class Stats:
     name: str
     accs: tuple[float, ...]
     params: int
+    rises: tuple[float, ...] = ()  # each seed's run's rise at its cutoff (plateau.rise)
+    updates: int = 0  # the most updates of its runs
+    lrs: tuple[float, ...] = ()  # the learning rates its runs trained at
 
     @property
     def mean(self) -> float:
@@ -75,11 +81,15 @@ class Stats:
         return max(self.accs)
 
     def span(self) -> str:
-        """`mean (low–high)`, in %."""
-        return f"{pct(self.mean)} ({pct(self.low)}–{pct(self.high)})"
+        """Each seed's value in %: `77.6 / 78.0 / 78.3`."""
+        return " / ".join(pct(a) for a in self.accs)
+
+    def seeds(self) -> Cell:
+        """Its seeds as the plateau rule reads them."""
+        return Cell(self.name, self.accs, self.rises, self.updates)
 
     def cell(self) -> str:
-        """`name: mean (low–high), n seeds, parameters`, accuracies in %."""
+        """`name: each seed, n seeds, parameters`, accuracies in %."""
         seeds = f"{len(self.accs)} seed{'s' if len(self.accs) > 1 else ''}"
         return f"{self.name}: {self.span()}, {seeds}, {self.params:,} parameters"
 
@@ -96,7 +106,14 @@ def stats(runs: pd.DataFrame, task: str, name: str, value: str = BEST) -> Stats 
     if own.empty:
         return None
     label = name if value == BEST else f"{name} {value}"
-    return Stats(label, tuple(own[value]), int(own.n_params.max()))
+    rises = (
+        tuple(rise(h, st) for h, st in zip(own.history, own.status, strict=True))
+        if "history" in own
+        else ()
+    )
+    updates = int(own.updates.max()) if "updates" in own else 0
+    lrs = tuple(sorted(set(own.lr))) if "lr" in own else ()
+    return Stats(label, tuple(own[value]), int(own.n_params.max()), rises, updates, lrs)
 
 
 def beats(a: Stats, b: Stats) -> bool:
@@ -109,9 +126,11 @@ def compare(c: Comparison, a: Stats | None, b: Stats | None, chance: float | Non
     missing = [named(n) for n, s in ((c.first, a), (c.second, b)) if s is None]
     if missing:
         return "inconclusive", f"no runs of {', '.join(missing)}"
-    few = [s.name for s in (a, b) if len(s.accs) < MIN_SEEDS]
-    if few:
-        return "inconclusive", f"fewer than {MIN_SEEDS} seeds of {', '.join(few)}"
+    return judged(*values_say(c, a, b, chance), (a.seeds(), b.seeds()), agree=False)
+
+
+def values_say(c: Comparison, a: Stats, b: Stats, chance: float | None) -> tuple[str, str]:
+    """(verdict, why) of one comparison from its models' values alone."""
     if chance is not None and max(a.high, b.high) < chance + ABOVE_CHANCE:
         return "inconclusive", f"neither {a.name} nor {b.name} is above chance ({pct(chance)}%)"
     span = f"{a.name} {pct(a.low)}–{pct(a.high)}, {b.name} {pct(b.low)}–{pct(b.high)}"
@@ -123,17 +142,18 @@ def compare(c: Comparison, a: Stats | None, b: Stats | None, chance: float | Non
         return "holds", f"{a.name} beats {b.name} ({span})"
     if beats(b, a):
         return "does not hold", f"{b.name} beats {a.name} ({span})"
-    if a.mean < b.mean:
-        return "does not hold", f"ranges overlap and {a.name}'s mean is lower ({span})"
     return "inconclusive", f"ranges overlap ({span})"
 
 
 def combine(verdicts: list[tuple[str, str]]) -> tuple[str, str]:
     """A claim's verdict from its comparisons'."""
     kinds = [v for v, _ in verdicts]
+    unreached = [v for v in kinds if v.startswith("not reproduced")]
     verdict = (
         "does not hold"
         if "does not hold" in kinds
+        else unreached[0]
+        if unreached
         else "holds"
         if all(v == "holds" for v in kinds)
         else "inconclusive"
@@ -164,7 +184,7 @@ def verdict(claim: Claim, found: dict[tuple[str, str], Stats | None], chance: fl
     return f"**{kind}**: {why}"
 
 
-NUMBERS = "best val acc %, mean (range)"  # the page's column of numbers
+NUMBERS = "best val acc %, each seed"  # the page's column of numbers
 
 
 def claim_cells(claim: Claim, numbers: list[str], judged: str) -> dict[str, str]:

@@ -7,10 +7,9 @@ analysis/claim_verdicts.py).
 The sweeps are longterm.experiments.claim_runs (conf/experiment/claims.yaml) and, for the Mamba
 paper's rows (analysis/selection_claims.py), conf/experiment/selection.yaml. Each run counts with
 its best validation accuracy (over the labelled steps for per-step tasks), or its accuracy at a
-tested length where a comparison says so; a model's numbers are the mean over seeds and the range
-(lowest and highest seed). The rows on Raffel & Ellis (2015) and on the fixed-state bottleneck
-read the tables this repository already generated (docs/results/table1.csv,
-docs/bottleneck/recall.csv) and link to them.
+tested length where a comparison says so; a model's numbers are each seed's. The rows on Raffel
+& Ellis (2015) and on the fixed-state bottleneck read the tables this repository already
+generated (docs/results/table1.csv, docs/bottleneck/recall.csv) and link to them.
 """
 
 import shlex
@@ -19,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from longterm.analysis.claim_verdicts import (
+    NUMBERS,
     RULE,
     Claim,
     Comparison,
@@ -31,7 +31,7 @@ from longterm.analysis.formats import pct
 from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.runs import load_runs
-from longterm.analysis.selection_claims import selection_rows
+from longterm.analysis.selection_claims import selection_rows, setting_table
 from longterm.tasks.knowledge import LARGE_VOCAB, VOCAB
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -134,7 +134,7 @@ def table1_row(path: Path) -> dict[str, str]:
         "([docs/results.md](results.md), `results/table1.csv`).",
     }
     if not path.exists():
-        return row | {"best val acc %, mean (range)": "", "verdict": f"**inconclusive**: no {path}"}
+        return row | {NUMBERS: "", "verdict": f"**inconclusive**: no {path}"}
     t = pd.read_csv(path)
     t = t[(t.task == "multiplication") & (t.solved_seeds == t.seeds)]
     both = t.groupby("T0").pool.nunique()
@@ -156,7 +156,7 @@ def table1_row(path: Path) -> dict[str, str]:
     numbers = (
         f"epochs to 100% at T0 = {T0}, median [range]: {epochs['attention']}; {epochs['mean']}"
     )
-    return row | {"best val acc %, mean (range)": numbers, "verdict": verdict}
+    return row | {NUMBERS: numbers, "verdict": verdict}
 
 
 def bottleneck_row(path: Path, far: int = 16) -> dict[str, str]:
@@ -171,7 +171,7 @@ def bottleneck_row(path: Path, far: int = 16) -> dict[str, str]:
         "([docs/bottleneck/](bottleneck/README.md)).",
     }
     if not path.exists():
-        return row | {"best val acc %, mean (range)": "", "verdict": f"**inconclusive**: no {path}"}
+        return row | {NUMBERS: "", "verdict": f"**inconclusive**: no {path}"}
     r = pd.read_csv(path)
     r["name"] = (
         r.memory
@@ -193,7 +193,7 @@ def bottleneck_row(path: Path, far: int = 16) -> dict[str, str]:
     else:
         verdict = f"**does not hold**: a state recalls as much as attention at distance {far}"
     return row | {
-        "best val acc %, mean (range)": f"recall %, distance 1 → {far}:<br>{numbers}",
+        NUMBERS: f"recall %, distance 1 → {far}:<br>{numbers}",
         "verdict": verdict,
     }
 
@@ -208,8 +208,13 @@ claim in one sentence, the test made here, the numbers, and a verdict.
 
 {table}
 
-{sweeps}"""
+{setting}{sweeps}"""
 
+
+SETTING = """## Where the Mamba paper's rows differ from its setting
+
+The runs of the selective-copying and induction-heads rows beside the paper's setting (§4.1), the
+runs' values read from their configs."""
 
 NO_RUNS = """## Sweeps
 
@@ -232,7 +237,9 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, docs: Path = 
     )
     table = pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
     sweeps = sweeps_markdown(runs) if not runs.empty else NO_RUNS
-    return REPORT.format(command=command, rule=RULE, table=table, sweeps=sweeps)
+    mamba = setting_table(runs)
+    setting = f"{SETTING}\n\n{mamba}\n\n" if mamba else ""
+    return REPORT.format(command=command, rule=RULE, table=table, setting=setting, sweeps=sweeps)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -44,7 +44,7 @@ from longterm.analysis.plots import (
     plot_variable_length_curves,
 )
 from longterm.analysis.provenance import sweeps_markdown
-from longterm.analysis.runs import load_runs
+from longterm.analysis.runs import load_runs, paper_recipe_columns
 from longterm.analysis.table1 import table1, table1_markdown, table1_seeds
 from longterm.analysis.variable_length import (
     by_length_markdown,
@@ -88,7 +88,8 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
-    runs.drop(columns=["config", "eval_lengths"]).to_csv(out / "runs.csv", index=False)
+    unvaried = paper_recipe_columns(runs)
+    runs.drop(columns=["config", "eval_lengths", *unvaried]).to_csv(out / "runs.csv", index=False)
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
     seeds = table1_seeds(runs)
     cells = table1(seeds)

@@ -11,8 +11,11 @@ archived Table 1 runs. One table per task, a row per memory, a column per T0; ea
 1's (analysis.table1: each seed's best learning rate, then the median [range] over seeds of the
 epochs to 100%, or the accuracy at the epoch limit in italics when unsolved), with the seeds
 solved out of the seeds run; "not run" where no run has finished. With --out, the same cells as
-a figure beside the page, `<page without .md>/solved.png` (analysis.every_memory_figure). Nothing
-in the page or the figure depends on when it is written.
+a figure beside the page, `<page without .md>/solved.png` (analysis.every_memory_figure). The
+verdicts follow the checks pages' rule of what runs can show (analysis/every_memory_rule.py,
+analysis/plateau.py), and the page reads what the plain PyTorch loop found beside it
+(scripts/plain_lstm_addition.py). Nothing in the page or the figure depends on when it is
+written.
 """
 
 import shlex
@@ -22,6 +25,16 @@ import pandas as pd
 
 from longterm.analysis.arch_runs import arch_name, rank
 from longterm.analysis.every_memory_figure import FIGURE, plot
+from longterm.analysis.every_memory_rule import (
+    RULE,
+    differences,
+    listing,
+    plain_loop,
+    qualified,
+    rises,
+    seeded,
+    setting,
+)
 from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.published import T0S
@@ -115,7 +128,7 @@ def table_cells(runs: pd.DataFrame) -> pd.DataFrame:
     if seeds.empty:
         return pd.DataFrame(columns=[*KEYS, "seeds", "solved_seeds", "in_part"])
     cells = seeds.groupby(KEYS).apply(summarise, include_groups=False).reset_index()
-    return cells.merge(raced_in_part(seeds), on=KEYS)
+    return cells.merge(raced_in_part(seeds), on=KEYS).merge(rises(seeds, runs, KEYS), on=KEYS)
 
 
 def raced_in_part(seeds: pd.DataFrame) -> pd.DataFrame:
@@ -221,23 +234,6 @@ def task_section(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     return f"## {task}\n\n{table}" + (f"\n\n{note}" if note else "")
 
 
-def listing(T0s: list[int]) -> str:
-    """T0 = 50, 100 and 500."""
-    text = ", ".join(map(str, T0s[:-1])) + (" and " if len(T0s) > 1 else "") + str(T0s[-1])
-    return f"T0 = {text}"
-
-
-def seeded(what: str, lengths: list[tuple[int, int]], most: int) -> list[str]:
-    """`what` at `lengths` ((T0, seeds run) pairs), those with fewer seeds than `most` said apart
-    with their count: ["every seed at T0 = 50 (1 of 3 seeds run)"]."""
-    counts = sorted({n for _, n in lengths}, reverse=True)
-    said = []
-    for n in counts:
-        at = listing([t for t, m in lengths if m == n])
-        said.append(f"{what} at {at}" + (f" ({n} of {most} seeds run)" if n < most else ""))
-    return said
-
-
 def verdict(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
     """Which memories solve `task` at which lengths, within their epoch limits: the memories
     with the same lengths solved, partly solved and unsolved named together."""
@@ -251,8 +247,11 @@ def verdict(task: str, cells: pd.DataFrame, runs: pd.DataFrame) -> str:
         cells_of = list(zip(own.T0, own.solved_seeds, own.seeds, strict=True))
         some = [f"{t} ({s}/{n})" for t, s, n in cells_of if 0 < s < n]
         parts = seeded("every seed", [(t, n) for t, s, n in cells_of if s == n], most)
-        parts += [f"some seeds at T0 = {', '.join(some)}"] if some else []
-        parts += seeded("no seed", [(t, n) for t, s, n in cells_of if s == 0], most)
+        parts += (
+            [f"some seeds at T0 = {', '.join(some)} (*inconclusive*: seeds split)"] if some else []
+        )
+        for what, unsolved in qualified("no seed", list(own[own.solved_seeds == 0].itertuples())):
+            parts += seeded(what, [(c.T0, c.seeds) for c in unsolved], most)
         said.setdefault("; ".join(parts), []).append(memory)
     missing = [m for m in rows(runs) if m not in set(mine.memory)]
     text = ". ".join(f"{', '.join(names)}: {what}" for what, names in said.items())
@@ -288,25 +287,6 @@ def plan(cells: pd.DataFrame) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
-def setting(runs: pd.DataFrame) -> str:
-    """The protocol of the runs trained here (every one but the archived paper's network)."""
-    own = runs[~runs.memory.isin(ARCHIVED)]
-    if own.empty:
-        return "No memory beside the paper's network has a finished run yet."
-    data = pd.DataFrame([c["data"] for c in own.config]).drop_duplicates(
-        ["batch_size", "batches_per_epoch", "val_size"]
-    )
-    return (
-        "The memories trained here: "
-        + "; ".join(
-            f"batches of {d.batch_size} sequences, epochs of {d.batches_per_epoch} updates, "
-            f"validation on {d.val_size} sequences"
-            for d in data.itertuples()
-        )
-        + f"; learning rates {', '.join(f'{lr:g}' for lr in sorted(set(own.lr)))} (3e-3 leads)."
-    )
-
-
 REPORT = """# The paper's problems across every memory
 
 The addition and multiplication problems of Raffel & Ellis (2015, §2.2) at fixed lengths (each
@@ -323,9 +303,15 @@ after the training width (result.json, docs/models.md); for the archived Table 1
 before result.json held it, what the model and pool declare at the runs' width.
 {setting}
 
+{differences}
+
 ## Verdict
 
+**Rule.** {rule}
+
 {verdicts}
+
+{plain}
 
 {figure}{tables}
 
@@ -373,8 +359,11 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
     plan_lines = plan(cells)
     return (
         REPORT.format(
-            setting=setting(runs) if len(runs) else "",
+            setting=setting(runs[~runs.memory.isin(ARCHIVED)]) if len(runs) else "",
+            differences=differences(runs[~runs.memory.isin(ARCHIVED)]) if len(runs) else "",
+            rule=RULE,
             verdicts=verdicts,
+            plain=plain_loop(out.parent / out.stem if out else None),
             figure=drawn(cells, runs, out),
             tables=tables,
             plan="\n".join(plan_lines) if plan_lines else "Every cell has runs.",

@@ -4,11 +4,12 @@
     python -m longterm.analysis.memory_comparison outputs/memory_comparison \
         --out docs/memory_comparison.md
 
-Every architecture on every task: the best validation accuracy of each run, as the mean over
-seeds and its range (lowest and highest seed), beside the parameter count of the architecture on
-that task and its state size (the numbers it carries per sequence at inference after the training
-width; – where its runs did not record one); the best constant predictor (chance) on the same
-validation sets for reference.
+Every architecture on every task (the page's first paragraph says which, read from the runs:
+their architectures, tasks, lengths, updates, sizes and seeds): the best validation accuracy of
+each run, as the mean over seeds and its range (lowest and highest seed), beside the parameter
+count of the architecture on that task and its state size (the numbers it carries per sequence at
+inference after the training width; – where its runs did not record one); the best constant
+predictor (chance) on the same validation sets for reference.
 """
 
 import shlex
@@ -19,6 +20,7 @@ import pandas as pd
 from longterm.analysis.arch_runs import archs, commands, setting, table_cli
 from longterm.analysis.formats import pct
 from longterm.analysis.references import references
+from longterm.tasks import default_width
 
 COMMANDS = (
     "python src/train.py experiment=memory_comparison",
@@ -81,15 +83,9 @@ def chance(runs: pd.DataFrame) -> str:
 
 REPORT = """# The memory comparison
 
-Feed-forward attention and mean pooling (the paper), recurrent baselines, a linear memory, and
-three attention models (transformer, all-attention with N persistent slots per head, Feedback
-Transformer; docs/attention_models.md) on the paper's addition and multiplication problems, temporal
-order, variable tracking and associative recall at T0 = {T0} (lengths
-{T0}..{longest}), at most {updates} updates of
-{batch_size} sequences each, validation on {val_size} sequences; a run stops
-early at 100%. Classification tasks: accuracy of the arg-max; addition and multiplication:
-|y - ŷ| < 0.04. Each cell is the best validation accuracy of a run, the mean over seeds with the
-lowest and highest seed in brackets.
+{what} A run stops early at 100%. Classification tasks: accuracy of the arg-max; addition and
+multiplication: |y - ŷ| < 0.04. Each cell is the best validation accuracy of a run, the mean over
+seeds with the lowest and highest seed in brackets.
 
 Commands (conf/experiment/memory_comparison.yaml), then these tables:
 
@@ -114,6 +110,35 @@ the width of the training batches (docs/models.md, "State size").
 """
 
 
+def listed(values) -> str:
+    """`a, b and c`."""
+    values = [str(v) for v in values]
+    return ", ".join(values[:-1]) + (" and " if len(values) > 1 else "") + values[-1]
+
+
+def described(df: pd.DataFrame) -> str:
+    """What the runs given were, read from them: architectures, tasks, lengths (each T0 with its
+    longest sequence), updates, batch and validation sizes, seeds."""
+    data = pd.DataFrame(list(df.data))
+    lengths = sorted({(int(t), default_width(int(t)) - 1) for t in data.T0})
+    seeds = df.groupby(["task", "arch"]).seed.nunique()
+    seeds_text = (
+        f"{seeds.min()} seed{'s' if seeds.min() > 1 else ''}"
+        if seeds.min() == seeds.max()
+        else f"{seeds.min()}–{seeds.max()} seeds"
+    )
+    return (
+        f"{listed(archs(df.drop_duplicates('arch')))} on {listed(sorted(set(df.task)))} "
+        f"({len(df)} runs, {seeds_text} a cell) at "
+        + listed(f"T0 = {t} (lengths {t}..{w})" for t, w in lengths)
+        + f"; at most {int(df.updates.max()):,} updates of "
+        + listed(sorted({int(b) for b in data.batch_size}))
+        + " sequences each, validation on "
+        + listed(sorted({int(v) for v in data.val_size}))
+        + " sequences (read from the runs)."
+    )
+
+
 def task_tables(stats: pd.DataFrame) -> str:
     """A section per task, in the order of their names, each with its table."""
     return "\n\n".join(
@@ -132,6 +157,7 @@ def values(df: pd.DataFrame, dirs: list[Path], out: Path | None) -> dict:
     )
     return {
         **setting(df),
+        "what": described(df),
         "commands": commands(COMMANDS, table_command),
         "summary": summary(stats).to_markdown(disable_numparse=True),
         "chance": chance(df) or "none",

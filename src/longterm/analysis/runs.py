@@ -4,7 +4,9 @@ A run directory (a Hydra job: it holds `.hydra/`) without a result.json, or with
 not parse, is skipped with a warning naming it, as is a run that has not finished (interrupted,
 failed). Diverged runs are kept: they are results. Beside `n_params` stands `state_size`
 (numbers per sequence the model carries at inference, training/record.py), empty for a run
-recorded before it was, or of a model with no step form.
+recorded before it was, or of a model with no step form. The training recipe's settings
+(`optim`, `weight_decay`, `schedule`, `warmup`, `clip`) are those the run recorded, or, for a run
+recorded before them, the paper's recipe it trained with (store/recorded.py).
 """
 
 import json
@@ -15,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from longterm.store.recorded import ADDED_SETTINGS, current_settings
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 
 log = logging.getLogger("longterm.analysis.collect")
@@ -35,6 +38,7 @@ def epochs_trained(r: dict[str, Any]) -> float:
 
 def run_row(path: Path, sweep: Path) -> dict[str, Any]:
     r = json.loads(path.read_text())
+    settings = current_settings(r)  # a run recorded before the recipe's keys: as it ran
     return {
         "sweep": str(sweep),
         "run_dir": str(path.parent),
@@ -43,6 +47,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "lengths": r.get("lengths"),
         "min_length": r.get("min_length"),
         "max_length": r.get("max_length"),
+        **{k: settings[k] for k in ADDED_SETTINGS},  # the training recipe
         **{k: r[k] for k in ("status", "epoch_solved", "epochs", "max_epochs", "updates")},
         **{k: r[k] for k in ("best_acc", "final_acc", "diverged_step", "n_params")},
         "state_size": r.get("state_size"),  # absent from runs recorded before it was
@@ -60,6 +65,29 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "eval_lengths": r.get("eval_lengths"),  # {"<T0>": accuracy} of eval.lengths, or None
         "config": r["config"],
     }
+
+
+def paper_recipe_columns(runs: pd.DataFrame) -> list[str]:
+    """The recipe's columns in which every run has the paper's recipe (ADDED_SETTINGS): left
+    out of runs.csv, which reads as it did before the recipe was a setting."""
+    return [
+        k
+        for k, old in ADDED_SETTINGS.items()
+        if k in runs and all(v == old or (old is None and pd.isna(v)) for v in runs[k])
+    ]
+
+
+def config_values(runs: pd.DataFrame, *keys: str, default: Any = None) -> list:
+    """The distinct values of one config entry (`keys`: its path) over the runs, sorted;
+    `default` for a run without it (a key recorded after it ran), else such a run is left out
+    (a one-layer recurrent model has no `model.layers`)."""
+    found = set()
+    for c in runs.config:
+        for k in keys:
+            c = c.get(k) if isinstance(c, dict) else None
+        found.add(default if c is None else c)
+    found.discard(None)
+    return sorted(found, key=str)
 
 
 def run_dirs(sweep: Path) -> Iterable[Path]:

@@ -188,14 +188,16 @@ def check_causal(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> Non
 
 
 def check_gradients(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> None:
-    """Every parameter is reached by the gradient of a loss on h, with finite values."""
+    """Every trained parameter (requires_grad) is reached by the gradient of a loss on h, with
+    finite values."""
     enc.train()
     enc.zero_grad()
     h = enc(x, mask)
     weights = torch.randn(h.shape, generator=torch.Generator().manual_seed(2), dtype=h.dtype)
     (h * weights * mask[..., None]).sum().backward()
-    params = {n: p for n, p in enc.named_parameters() if p.numel()}
+    params = {n: p for n, p in enc.named_parameters() if p.numel() and p.requires_grad}
     empty = [n for n, p in enc.named_parameters() if not p.numel()]
+    frozen = [n for n, p in enc.named_parameters() if not p.requires_grad]
     none = [n for n, p in params.items() if p.grad is None]
     bad = [n for n, p in params.items() if p.grad is not None and not p.grad.isfinite().all()]
     zero = [n for n, p in params.items() if p.grad is not None and not p.grad.any()]
@@ -209,6 +211,8 @@ def check_gradients(report: Report, enc: nn.Module, x: Tensor, mask: Tensor) -> 
         report.facts["zero gradient on this batch"] = ", ".join(zero)
     if empty:
         report.facts["parameters with no elements"] = ", ".join(empty)
+    if frozen:  # zoology's fixed positions of an implicit filter (models/base_conv.py)
+        report.facts["parameters not trained (requires_grad=False)"] = ", ".join(frozen)
 
 
 def readout_report(

@@ -4,8 +4,9 @@ the command-line check (config/command_line.py) runs before Hydra, which writes 
 before the job starts, and `run.train` checks again once it holds the directory.
 
 The settings compared are those that identify a run (`run_params`: task, model, pooling, lengths,
-lr, seed, epoch limit, ...), as the run recorded them: its result.json, whatever its status, or,
-for a run stopped before it wrote one, its `.hydra/config.yaml`.
+lr, seed, epoch limit, the training recipe, ...), as the run recorded them: its result.json,
+whatever its status, or, for a run stopped before it wrote one, its `.hydra/config.yaml`; a
+record made before a setting existed reads as the run was made (store/recorded.py).
 """
 
 from pathlib import Path
@@ -15,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
+from longterm.store.recorded import ADDED_SETTINGS, current_settings
 from longterm.store.records import FINAL_STATUSES
 from longterm.store.run_dir import run_record
 
@@ -27,6 +29,7 @@ DEFAULT_RUN_DIR = "${hydra:runtime.output_dir}"  # conf/train.yaml: run_dir
 SETTINGS = (
     *("task", "loss", "pool", "model", "data", "T0", "lr", "seed", "mask_padding"),
     *("batch_size", "max_epochs", "lengths", "min_length", "max_length"),
+    *("optim", "weight_decay", "schedule", "warmup", "clip", "head"),
     *("k", "statements", "variables", "arity", "vocab"),
     *("kv_pairs", "power_a", "random_non_queries", "data_tokens"),
 )
@@ -48,6 +51,8 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
         "mask_padding": cfg.pool.mask_padding,
         "batch_size": cfg.data.batch_size,
         "max_epochs": cfg.trainer.max_epochs,
+        **recipe_params(cfg),
+        "head": OmegaConf.select(cfg, "model.head", default=ADDED_SETTINGS["head"]),
     }
     for key in ("lengths", "min_length", "max_length"):
         if key in cfg.data:
@@ -55,6 +60,21 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
     params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
     params.update(own_params(cfg))
     return params
+
+
+# The training recipe's settings (conf/train.yaml: optim; training/recipes.py) as run_params names
+# them: optim.<key>, and the optimizer's name as `optim`. A config made before a key existed
+# reads as the run was made (store/recorded.py: ADDED_SETTINGS).
+RECIPE = {"optim": "name", "weight_decay": "weight_decay", "schedule": "schedule"}
+RECIPE |= {"warmup": "warmup", "clip": "clip"}
+
+
+def recipe_params(cfg: DictConfig) -> dict[str, Any]:
+    """The recipe's settings of `cfg` as run_params names them."""
+    return {
+        param: OmegaConf.select(cfg, f"optim.{key}", default=ADDED_SETTINGS[param])
+        for param, key in RECIPE.items()
+    }
 
 
 # The keys every model section and every pool section has: the others are the plugin's own.
@@ -98,7 +118,7 @@ def recorded(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
     for a result.json that cannot be read."""
     result = run_record(run_dir)
     if result is not None:
-        return str(result.get("status")), result
+        return str(result.get("status")), current_settings(result)
     if (run_dir / HYDRA_CONFIG).is_file():
         try:
             return "unfinished", run_params(OmegaConf.load(run_dir / HYDRA_CONFIG))

@@ -15,6 +15,7 @@ from pydantic_core import PydanticCustomError
 from longterm.choices import (
     ACCELERATORS,
     AUTO,
+    HEADS,
     IMPLS,
     INITS,
     INPUTS,
@@ -22,6 +23,8 @@ from longterm.choices import (
     LENGTHS,
     LOSSES,
     NAME_PATTERN,
+    OPTIMIZERS,
+    SCHEDULES,
 )
 from longterm.tasks import MIN_LENGTH
 
@@ -125,6 +128,7 @@ class ModelSection(BaseModel):
     negative_slope: float = Field(default=0.01, ge=0)
     init: Literal[INITS] = "paper"
     impl: Literal[IMPLS] = "reference"
+    head: Literal[HEADS] = "mlp"  # models/head.py: the paper's MLP, or tied to the token embedding
 
 
 class DataSection(Section):
@@ -160,10 +164,33 @@ class VariableDataSection(DataSection):
 
 
 class OptimSection(Section):
-    """Adam's other hyperparameters; the learning rate is the top-level `lr`."""
+    """The training recipe but the learning rate (the top-level `lr`; training/recipes.py):
+    the optimizer (`adam`, the paper's, or `adamw`, decoupled `weight_decay`), its betas and
+    eps, the schedule of the learning rate (`none`, `cosine` per epoch over trainer.max_epochs,
+    `warmup_cosine` per update after `warmup` updates of linear warmup) and the largest total
+    gradient norm (`clip`, none when null). Defaults: the paper's constant Adam."""
 
+    name: Literal[OPTIMIZERS] = "adam"
     betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(min_length=2, max_length=2)
     eps: float = Field(gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    schedule: Literal[SCHEDULES] = "none"
+    warmup: int = Field(default=0, ge=0)
+    clip: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def keys_the_recipe_reads(self) -> "OptimSection":
+        if self.name == "adam" and self.weight_decay:
+            raise ValueError(
+                f"weight_decay={self.weight_decay} needs name=adamw (decoupled weight decay); "
+                "name=adam takes weight_decay=0"
+            )
+        if self.warmup and self.schedule != "warmup_cosine":
+            raise ValueError(
+                f"warmup={self.warmup} needs schedule=warmup_cosine; schedule={self.schedule} "
+                "takes warmup=0"
+            )
+        return self
 
 
 class LocalLauncher(Section):
@@ -285,8 +312,12 @@ class TrainerSection(OpenSection):
 
 
 class StopWhenSolvedSection(Section):
+    """training/callbacks.py StopWhenSolved: stop once `monitor` >= `threshold` (the paper's
+    100%), or > `threshold` with `strict` (zoology's: above 99%)."""
+
     monitor: str
     threshold: float = Field(ge=0, le=1)
+    strict: bool = False
 
 
 class StopOnDivergenceSection(Section):

@@ -16,7 +16,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from pydantic import ValidationError
 
-from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, impl_error, targets_error
+from longterm.choices import (
+    COMMON_MODEL_KEYS,
+    COMMON_POOL_KEYS,
+    head_error,
+    impl_error,
+    targets_error,
+)
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
 from longterm.models.build import encoder_in_features
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
@@ -99,7 +105,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
         if err["type"] == "extra_forbidden":
             section = key.rpartition(".")[0]
             choice = fields.get(section, {}).get("name")
-            if choice is None:  # a section that is no choice (eval, optim)
+            if choice is None or section == "optim":  # a section that is no choice (eval, optim)
                 raise ConfigError(f"{key} is not a key of {section}: remove it") from None
             raise ConfigError(
                 f"{key} is not a key of {section}={choice}: "
@@ -107,11 +113,25 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
             ) from None
         raise ConfigError(f"{key}={err.get('input')!r} is invalid: {err['msg']}") from None
     check_task(checked)
+    check_warmup(checked)
+    check_head(checked)
+    check_positions(checked)
     causal = check_model(checked)
     readout = check_readout(checked)
     check_impl(checked, readout)
     check_targets(checked, causal, readout)
     return checked
+
+
+def check_warmup(cfg: TrainConfig) -> None:
+    """optim.warmup leaves updates to the cosine of warmup_cosine: fewer than the run's
+    trainer.max_epochs x data.batches_per_epoch."""
+    updates = cfg.trainer.max_epochs * cfg.data.batches_per_epoch
+    if cfg.optim.warmup >= updates:
+        raise ConfigError(
+            f"optim.warmup={cfg.optim.warmup} is invalid: the run has {updates} updates "
+            f"(trainer.max_epochs x data.batches_per_epoch); warm up over fewer"
+        )
 
 
 def check_model(cfg: TrainConfig) -> bool:
@@ -125,6 +145,30 @@ def check_model(cfg: TrainConfig) -> bool:
     args = (encoder_in_features(cfg.task.model_dump(), cfg.model.dim), cfg.model.dim)
     built("model", "encoder", cfg.model.encoder, cls, args, json.dumps(keys, sort_keys=True))
     return cls.causal
+
+
+def check_head(cfg: TrainConfig) -> None:
+    """The head can give the task's outputs (choices.head_error)."""
+    task = cfg.task
+    error = head_error(cfg.model.head, task.inputs, task.n_outputs, task.vocab)
+    if error:
+        raise ConfigError(error)
+
+
+def check_positions(cfg: TrainConfig) -> None:
+    """A model defined for at most `max_positions` steps (models/bounded.py) takes the run's
+    sequences: T0 (data.max_length for data=variable) and every length of eval.lengths."""
+    limit = (cfg.model.model_extra or {}).get("max_positions")
+    if not isinstance(limit, int):
+        return
+    longest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.max_length
+    key = "T0" if isinstance(cfg.data, FixedDataSection) else "data.max_length"
+    for where, length in ((key, longest), *(("eval.lengths", t) for t in cfg.eval.lengths)):
+        if length > limit:
+            raise ConfigError(
+                f"{where}={length} is invalid with model.max_positions={limit}: the model is "
+                "defined for sequences of at most max_positions steps; raise model.max_positions"
+            )
 
 
 def check_readout(cfg: TrainConfig) -> type:

@@ -249,9 +249,15 @@ def checked_first_job(args: argparse.Namespace) -> DictConfig:
     first = [f"task={args.tasks[0]}", f"pool={args.pools[0]}", f"T0={args.T0[0]}"]
     first += [f"lr={args.lrs[0]}", f"seed={args.seeds[0]}"]
     try:
-        return first_job(args.launcher, [*first, *overrides])
+        job = first_job(args.launcher, [*first, *overrides])
     except ConfigError as e:
         raise RaceError(str(e)) from None
+    if job.optim.schedule != "none":  # a rival's cap would change its learning rates
+        raise RaceError(
+            f"optim.schedule={job.optim.schedule} follows each run's trainer.max_epochs, which "
+            "the race caps: race with optim.schedule=none, or sweep the grid with -m lr=..."
+        )
+    return job
 
 
 def checked_limit(args: argparse.Namespace) -> int:

@@ -107,11 +107,14 @@ def epochs_left(
 
 def alike(config: dict[str, Any], like: dict[str, Any]) -> bool:
     """Runs whose cost per step is the race's, up to the attention span: the same model, task,
-    readout and batches."""
+    readout and batches. A model key one of the two lacks (a run recorded before the key
+    existed) is not held against it, as in a run directory's check (config/run_dirs.py)."""
     keys = ("batch_size", "batches_per_epoch")
-    model = {k: v for k, v in (config.get("model") or {}).items() if k != SPAN}
+    model, theirs = config.get("model") or {}, like["model"]
+    shared = set(model) & set(theirs) - {SPAN}
     return (
-        model == {k: v for k, v in like["model"].items() if k != SPAN}
+        bool(shared)
+        and all(model[k] == theirs[k] for k in shared)
         and config.get("pool") == like["pool"]
         and config.get("task", {}).get("name") == like["task"]["name"]
         and all(config.get("data", {}).get(k) == like["data"].get(k) for k in keys)

@@ -13,12 +13,15 @@ Every setting (T0, key-value pairs) x width x model is one learning-rate race
 (longterm.experiments.lr_race: LRS[0] leads, the others capped at the epochs it needed) in a sweep
 directory of its own, `outputs/recall/<model>_d<width>_T<T0>/`, so that each race sees only its
 own runs; a rerun fills in only what is missing. The attention models get `model.attn_span=T0`,
-so that they see the whole sequence. `--launcher local`: token tasks train one job at a time
-under any launcher (they are not packed).
+so that they see the whole sequence: those whose conf file has the key (a model of your own sets
+its span itself, after `--`). `--launcher local`: token tasks train one job at a time under any
+launcher (they are not packed).
 
 A model of your own (docs/plugins.md) races as a built-in does, by its conf file's name, its
 conf directory given to every job after `--` (`--models gru -- "hydra.searchpath=[file://$PWD/
-mylab/conf]"`, run from your own directory: its sweeps go to `outputs/recall/` there).
+mylab/conf]"`, run from your own directory: its sweeps go to `outputs/recall/` there). A model
+run at one length only is drawn and tabled beside the grid on the page, and read by no check
+(analysis/recall_checks.py), so the built-ins' verdicts stay those of their whole grid.
 
 The races are listed settings first, then widths, then models, and `--run` takes them in that
 order `--races` at a time (experiments/command_queue.py): on a CPU one process of one thread per
@@ -30,7 +33,7 @@ import argparse
 import shlex
 
 from longterm.analysis.arguments import at_least
-from longterm.analysis.recall_checks import ATTENTION
+from longterm.config.builtins import CONF, conf_file
 from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 
 # (T0, key-value pairs): zoology's two shortest, and T0 = 32 below its grid (its ratio of a pair
@@ -58,9 +61,16 @@ def race(
         *("--launcher", launcher, "--", "experiment=recall", f"model={model}"),
         *(f"model.dim={dim}", f"task.params.kv_pairs={kv}"),
     ]
-    if model in ATTENTION:
+    if has_span(model):
         command.append(f"model.attn_span={T0}")
     return shlex.join(command)
+
+
+def has_span(model: str) -> bool:
+    """Whether a built-in model's conf file has `attn_span` (an attention model's window); a
+    model of your own (not among the package's conf files) sets its own."""
+    path = CONF / "model" / f"{model}.yaml"
+    return path.exists() and "attn_span" in conf_file("model", model)
 
 
 def races(

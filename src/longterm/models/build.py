@@ -1,19 +1,19 @@
 """One constructor for every model (conf/model/*.yaml): the encoder its conf file names by import
-path, the readout over time its pool's conf file names (conf/pool/*.yaml) and the paper's head
-(§2.2).
+path, the readout over time its pool's conf file names (conf/pool/*.yaml) and the head
+`model.head` names (models/head.py): the paper's (§2.2), or logits tied to the token embedding.
 
-    x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> MLPHead: y (B, out_features)
+    x (B, T, F) -> encoder: h (B, T, D) -> readout: c (B, D) -> head: y (B, out_features)
 
 A task with token inputs (`inputs: tokens`, `vocab`) gives x (B, T) int64 ids: an
-nn.Embedding(vocab, dim) comes first (PyTorch's N(0, 1) initialisation), and the encoder reads its
-D features per step (`encoder_in_features`).
+nn.Embedding(vocab, dim) comes first (PyTorch's N(0, 1) initialisation; N(0, 0.02^2) with
+`init: zoology`), and the encoder reads its D features per step (`encoder_in_features`).
 
 The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an
 import path (or the class), its own keys are the model section's other keys (attention models:
 `heads`, `layers`, `attn_span`, and `d_ff`, `n_persistent`, `norm` or `share_kv`). The keys every
-model has (`dim`, `hidden`, `negative_slope`, `init`, `impl`) are arguments; `init` applies to the
-head and, where the encoder takes it, to its input projection; recurrent and attention layers keep
-PyTorch's initialisation.
+model has (`dim`, `hidden`, `negative_slope`, `init`, `impl`, `head`) are arguments; `init` applies
+to the head, the token embedding and, where the encoder takes it, to its input projection (zoology's
+models: to all their layers); recurrent and attention layers keep PyTorch's initialisation.
 """
 
 from collections.abc import Mapping
@@ -21,9 +21,16 @@ from typing import Any
 
 from torch import nn
 
-from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS, built_impl, impl_error
+from longterm.choices import (
+    COMMON_MODEL_KEYS,
+    COMMON_POOL_KEYS,
+    built_impl,
+    head_error,
+    impl_error,
+)
 from longterm.models.feedforward import FusedSequenceModel
-from longterm.models.head import MLPHead
+from longterm.models.head import MLPHead, TiedHead
+from longterm.models.init import init_embedding_
 from longterm.models.sequence import SequenceModel
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import class_path, encoder_class, readout_class
@@ -69,10 +76,13 @@ def sequence_model(
     impl: str = "reference",
     name: str | None = None,
     input_vocab: int | None = None,
+    head: str = "mlp",
     **own: Any,
 ) -> SequenceModel:
     """The model whose encoder `encoder` names, of width `dim`, then `readout` (built for width
-    `dim`: build_readout) and MLPHead(dim, hidden, out_features). `name` labels it in messages.
+    `dim`: build_readout) and the head: `mlp`, MLPHead(dim, hidden, out_features), or `tied`,
+    logits against the token embedding (out_features = input_vocab). `name` labels it in
+    messages.
     `input_vocab`: token inputs, x (B, T) ids embedded by nn.Embedding(input_vocab, dim) before
     the encoder, whose `in_features` must then be `dim`.
 
@@ -90,10 +100,19 @@ def sequence_model(
         raise ValueError(error)
     if input_vocab is not None and in_features != dim:
         raise ValueError(f"token inputs: in_features={in_features} must be dim={dim}")
-    embedding = None if input_vocab is None else nn.Embedding(input_vocab, dim)
+    inputs = "onehot" if input_vocab is None else "tokens"
+    error = head_error(head, inputs, out_features, input_vocab)
+    if error:
+        raise ValueError(error)
+    embedding = None
+    if input_vocab is not None:
+        embedding = init_embedding_(nn.Embedding(input_vocab, dim), init)
     shared = {"negative_slope": negative_slope, "init": init, "impl": impl, "name": name}
     enc = build_encoder(encoder, in_features, dim, **shared, **own)
-    head = MLPHead(dim, hidden, out_features, negative_slope, init)
+    if head == "tied":
+        out = TiedHead(embedding)
+    else:
+        out = MLPHead(dim, hidden, out_features, negative_slope, init)
     if not own_impl and built_impl(path, impl, readout_path) == "fused":
-        return FusedSequenceModel(enc, readout, head, impl, embedding)
-    return SequenceModel(enc, readout, head, embedding)
+        return FusedSequenceModel(enc, readout, out, impl, embedding)
+    return SequenceModel(enc, readout, out, embedding)

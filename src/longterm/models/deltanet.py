@@ -18,8 +18,13 @@ The layer, u (B, T, D) -> y (B, T, D), H heads of d_k = d_v = D / H (the paper's
     q = L2(SiLU(u W_Q)),  k = L2(SiLU(u W_K)),  v = SiLU(u W_V)    (B, T, H, D / H)
     beta = sigmoid(u W_beta)  (B, T, H);    y = RMSNorm(o) W_O,  RMSNorm over each head's d_v
 
-The paper's short convolutions before q, k, v (an addition to the layer, not to the delta rule)
-are left out: they would add (kernel - 1) 3 D numbers a layer to the state.
+`use_short_conv` (the paper's layer and flash-linear-attention's default; off by default here, so
+that runs made before it keep their meaning) adds its short convolutions after the projections:
+
+    q = L2(SiLU(Conv_q(u W_Q))),  k = L2(SiLU(Conv_k(u W_K))),  v = SiLU(Conv_v(u W_V))
+
+each Conv a causal depthwise convolution of `conv_size` taps without bias (models/short_conv.py),
+as fla/layers/delta_net.py (ShortConvolution, conv_bias=False, activation='silu'); beta reads u.
 
 The chunked form (§3, the WY representation / UT transform), chunks of C steps (models/chunks.py)
 entering with state S_0: with the pseudo-values u_t = beta_t (v_t - k_t S_{t-1}), S_t = S_0 +
@@ -32,12 +37,14 @@ sum_{s <= t} k_s^T u_s, so for the chunk's rows (K, V, Q (C, d), beta (C,))
 T, W, U and tril(Q K^T) for every chunk at once; then the chunks one after another carry S (the
 transitions I - K^T W are full matrices: no cumulative sum replaces this loop, whose length
 models/chunks.py fixes off the CPU); then O for every chunk at once. The step form carries S:
-H d_k d_v numbers a layer.
+H d_k d_v numbers a layer, and with `use_short_conv` the convolutions' last min(t, conv_size - 1)
+inputs: 3 D min(t, conv_size - 1) more.
 
 `impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
 recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
 recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
-PyTorch's meta device) the chunked form.
+PyTorch's meta device) the chunked form. Either is the delta rule on q, k, v and beta: the short
+convolutions come before it.
 
 No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only), and
 zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule.
@@ -51,6 +58,7 @@ from torch.nn import functional as F
 
 from longterm.models.chunks import chunk_plan, from_chunks, to_chunks
 from longterm.models.linear_attention_cpu import delta_kernel, kernel_runs
+from longterm.models.short_conv import QKVConvolutions, Recent
 from longterm.models.stack import MixerStack
 
 
@@ -104,7 +112,14 @@ def delta_chunked(
 class DeltaNetMixer(nn.Module):
     """u (B, T, D) -> y (B, T, D): one DeltaNet layer of H heads (the module docstring)."""
 
-    def __init__(self, dim: int, heads: int, impl: str = "auto"):
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        impl: str = "auto",
+        use_short_conv: bool = False,
+        conv_size: int = 4,
+    ):
         super().__init__()
         self.impl = impl
         if dim % heads:
@@ -114,37 +129,49 @@ class DeltaNetMixer(nn.Module):
         self.W_k = nn.Linear(dim, dim, bias=False)
         self.W_v = nn.Linear(dim, dim, bias=False)
         self.W_beta = nn.Linear(dim, heads, bias=False)
+        self.conv = QKVConvolutions((dim, dim, dim), conv_size) if use_short_conv else None
         self.norm = nn.RMSNorm(self.d_head)
         self.W_o = nn.Linear(dim, dim, bias=False)
 
-    def projections(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """u (..., D) -> q, k, v (..., H, D / H) and beta (..., H)."""
+    def projections(
+        self, u: Tensor, recent: Recent = None, step: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Recent]:
+        """u (B, T, D), or u_t (B, D) with the convolutions' last inputs (`step`) -> q, k, v
+        (..., H, D / H), beta (..., H), and the convolutions' last inputs after u_t."""
         split = lambda x: x.unflatten(-1, (self.heads, -1))  # noqa: E731
-        q = F.normalize(F.silu(split(self.W_q(u))), dim=-1)
-        k = F.normalize(F.silu(split(self.W_k(u))), dim=-1)
-        v = F.silu(split(self.W_v(u)))
-        return q, k, v, torch.sigmoid(self.W_beta(u))
+        qkv = self.W_q(u), self.W_k(u), self.W_v(u)
+        if self.conv is not None:
+            qkv, recent = self.conv.step(qkv, recent) if step else (self.conv(qkv), None)
+        q, k, v = (split(F.silu(x)) for x in qkv)
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+        return q, k, v, torch.sigmoid(self.W_beta(u)), recent
 
     def output(self, o: Tensor) -> Tensor:
         """y = RMSNorm(o) W_O:  o (..., H, d_v) -> (..., D)."""
         return self.W_o(self.norm(o).flatten(-2))
 
     def forward(self, u: Tensor) -> Tensor:
-        q, k, v, beta = self.projections(u)  # (B, T, H, .)
+        q, k, v, beta, _ = self.projections(u)  # (B, T, H, .)
         if kernel_runs(self.impl, u):
             return self.output(delta_kernel(q, k, v, beta))
         o, _ = delta_chunked(*(x.transpose(1, 2) for x in (q, k, v, beta)))  # (B, H, T, .)
         return self.output(o.transpose(1, 2))
 
-    def step(self, u_t: Tensor, S: Tensor | None) -> tuple[Tensor, Tensor]:
-        """u_t (B, D), S (B, H, d_k, d_v) or None -> y_t (B, D), S_t."""
-        if S is None:
-            S = u_t.new_zeros(u_t.shape[0], self.heads, self.d_head, self.d_head)
-        o, S = delta_step(*self.projections(u_t), S)
-        return self.output(o), S
+    def step(
+        self, u_t: Tensor, state: tuple[Tensor, Recent] | None
+    ) -> tuple[Tensor, tuple[Tensor, Recent]]:
+        """u_t (B, D), (S (B, H, d_k, d_v), the convolutions' last inputs or None) or None before
+        the first step -> y_t (B, D), the new state."""
+        if state is None:
+            state = u_t.new_zeros(u_t.shape[0], self.heads, self.d_head, self.d_head), None
+        S, recent = state
+        *qkv_beta, recent = self.projections(u_t, recent, step=True)
+        o, S = delta_step(*qkv_beta, S)
+        return self.output(o), (S, recent)
 
     def state_size(self, length: int) -> int:
-        return self.heads * self.d_head * self.d_head
+        conv = 0 if self.conv is None else self.conv.state_size(length)
+        return self.heads * self.d_head * self.d_head + conv
 
 
 class DeltaNet(MixerStack):
@@ -158,8 +185,10 @@ class DeltaNet(MixerStack):
         layers: PositiveInt = 2,
         init: str = "paper",
         impl: str = "auto",
+        use_short_conv: bool = False,
+        conv_size: PositiveInt = 4,
     ):
         def mixer() -> DeltaNetMixer:
-            return DeltaNetMixer(dim, heads, impl)
+            return DeltaNetMixer(dim, heads, impl, use_short_conv, conv_size)
 
         super().__init__(in_features, dim, layers, mixer, init)

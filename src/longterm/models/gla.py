@@ -17,6 +17,14 @@ The layer (§4.4), u (B, T, D) -> y (B, T, D), with H heads, d_k = expand_k D / 
     q = u W_Q,  k = u W_K  (B, T, H, d_k);   v = u W_V  (B, T, H, d_v)
     r = Swish(u W_r + b_r);   y = (r ⊙ LN(o)) W_O      LN over each head's d_v (shared gain)
 
+`use_short_conv` (flash-linear-attention's key: off by default in its GLA layer, as here; on in
+its DeltaNet layer, as in the DeltaNet paper) puts short convolutions after the projections:
+
+    q = SiLU(Conv_q(u W_Q)),  k = SiLU(Conv_k(u W_K)),  v = SiLU(Conv_v(u W_V))
+
+each Conv a causal depthwise convolution of `conv_size` taps without bias (models/short_conv.py),
+as fla/layers/gla.py (ShortConvolution, conv_bias=False, activation='silu'); the decay reads u.
+
 RetNet's own layer differs beyond the decay (xPos rotations of q and k, GroupNorm), which this
 key leaves out: `decay=fixed` is GLA with RetNet's decays, the comparison of §5.
 
@@ -36,12 +44,14 @@ e_j the log decay before sub-chunk j begins, so a matrix product; within a sub-c
 exp(b_t - b_s) itself, a (SUB, SUB, d_k) tensor. Every exponent is a sum of log decays, <= 0,
 summed on its own rather than as the difference of two running sums (which rounding would ruin
 after a strong decay in float32): no overflow and no cancellation. The step form carries S:
-H d_k d_v numbers a layer.
+H d_k d_v numbers a layer, and with `use_short_conv` the convolutions' last min(t, conv_size - 1)
+inputs: (2 H d_k + H d_v) min(t, conv_size - 1) more.
 
 `impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
 recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
 recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
-PyTorch's meta device) the chunked form.
+PyTorch's meta device) the chunked form. Either is the recurrence on q, k, v and alpha: the short
+convolutions come before it.
 
 No library layer runs here: flash-linear-attention's GLA kernels are Triton (CUDA only), and
 zoology's GLA mixer (zoology/mixers/gla.py) imports them; torch has no gated linear attention.
@@ -58,6 +68,7 @@ from torch.nn import functional as F
 
 from longterm.models.chunks import fixed_plan, from_chunks, to_chunks
 from longterm.models.linear_attention_cpu import gla_kernel, kernel_runs
+from longterm.models.short_conv import QKVConvolutions, Recent
 from longterm.models.stack import MixerStack
 
 # Steps per sub-chunk (a chunk's length is a multiple of it). A chunk of C steps costs about
@@ -153,7 +164,16 @@ def sum_after(g: Tensor) -> Tensor:
 class GLAMixer(nn.Module):
     """u (B, T, D) -> y (B, T, D): one GLA layer of H heads (the module docstring)."""
 
-    def __init__(self, dim: int, heads: int, expand_k: float, decay: str, impl: str = "auto"):
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        expand_k: float,
+        decay: str,
+        impl: str = "auto",
+        use_short_conv: bool = False,
+        conv_size: int = 4,
+    ):
         super().__init__()
         self.impl = impl
         key_dim = int(dim * expand_k)
@@ -165,6 +185,7 @@ class GLAMixer(nn.Module):
         self.W_q = nn.Linear(dim, key_dim, bias=False)
         self.W_k = nn.Linear(dim, key_dim, bias=False)
         self.W_v = nn.Linear(dim, dim, bias=False)
+        self.conv = QKVConvolutions((key_dim, key_dim, dim), conv_size) if use_short_conv else None
         if decay == "data":
             self.W_a = nn.Sequential(
                 nn.Linear(dim, GATE_RANK, bias=False), nn.Linear(GATE_RANK, key_dim)
@@ -175,36 +196,49 @@ class GLAMixer(nn.Module):
         self.norm = nn.LayerNorm(self.d_v)
         self.W_o = nn.Linear(dim, dim, bias=False)
 
-    def projections(self, u: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """u (..., D) -> q, k, log alpha (..., H, d_k), v (..., H, d_v)."""
+    def projections(
+        self, u: Tensor, recent: Recent = None, step: bool = False
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Recent]:
+        """u (B, T, D), or u_t (B, D) with the convolutions' last inputs (`step`) -> q, k,
+        log alpha (..., H, d_k), v (..., H, d_v), and the convolutions' last inputs after u_t."""
         split = lambda x: x.unflatten(-1, (self.heads, -1))  # noqa: E731
-        q, k, v = split(self.W_q(u)), split(self.W_k(u)), split(self.W_v(u))
+        qkv = self.W_q(u), self.W_k(u), self.W_v(u)
+        if self.conv is not None:
+            qkv, recent = self.conv.step(qkv, recent) if step else (self.conv(qkv), None)
+            qkv = tuple(F.silu(x) for x in qkv)
+        q, k, v = (split(x) for x in qkv)
         if hasattr(self, "W_a"):
             log_alpha = F.logsigmoid(split(self.W_a(u))) / TEMPERATURE
         else:
             log_alpha = self.log_gamma.to(u.dtype)[:, None].expand_as(q)
-        return q, k, v, log_alpha
+        return q, k, v, log_alpha, recent
 
     def output(self, u: Tensor, o: Tensor) -> Tensor:
         """y = (Swish(u W_r + b_r) ⊙ LN(o)) W_O:  u (..., D), o (..., H, d_v) -> (..., D)."""
         return self.W_o(F.silu(self.W_r(u)) * self.norm(o).flatten(-2))
 
     def forward(self, u: Tensor) -> Tensor:
-        q, k, v, log_alpha = self.projections(u)  # (B, T, H, .)
+        q, k, v, log_alpha, _ = self.projections(u)  # (B, T, H, .)
         if kernel_runs(self.impl, u):
             return self.output(u, gla_kernel(q, k, v, log_alpha))
         o, _ = gla_chunked(*(x.transpose(1, 2) for x in (q, k, v, log_alpha)))  # (B, H, T, .)
         return self.output(u, o.transpose(1, 2))
 
-    def step(self, u_t: Tensor, S: Tensor | None) -> tuple[Tensor, Tensor]:
-        """u_t (B, D), S (B, H, d_k, d_v) or None -> y_t (B, D), S_t."""
-        if S is None:
-            S = u_t.new_zeros(u_t.shape[0], self.heads, self.d_k, self.d_v)
-        o, S = gla_step(*self.projections(u_t), S)
-        return self.output(u_t, o), S
+    def step(
+        self, u_t: Tensor, state: tuple[Tensor, Recent] | None
+    ) -> tuple[Tensor, tuple[Tensor, Recent]]:
+        """u_t (B, D), (S (B, H, d_k, d_v), the convolutions' last inputs or None) or None before
+        the first step -> y_t (B, D), the new state."""
+        if state is None:
+            state = u_t.new_zeros(u_t.shape[0], self.heads, self.d_k, self.d_v), None
+        S, recent = state
+        *qkv_alpha, recent = self.projections(u_t, recent, step=True)
+        o, S = gla_step(*qkv_alpha, S)
+        return self.output(u_t, o), (S, recent)
 
     def state_size(self, length: int) -> int:
-        return self.heads * self.d_k * self.d_v
+        conv = 0 if self.conv is None else self.conv.state_size(length)
+        return self.heads * self.d_k * self.d_v + conv
 
 
 class GatedLinearAttention(MixerStack):
@@ -220,8 +254,10 @@ class GatedLinearAttention(MixerStack):
         decay: Literal["data", "fixed"] = "data",
         init: str = "paper",
         impl: str = "auto",
+        use_short_conv: bool = False,
+        conv_size: PositiveInt = 4,
     ):
         def mixer() -> GLAMixer:
-            return GLAMixer(dim, heads, expand_k, decay, impl)
+            return GLAMixer(dim, heads, expand_k, decay, impl, use_short_conv, conv_size)
 
         super().__init__(in_features, dim, layers, mixer, init)

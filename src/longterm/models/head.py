@@ -1,4 +1,6 @@
-"""The output head shared by every model: two leaky-ReLU layers on the pooled vector [§2.2]."""
+"""The output head (`model.head`): the paper's two leaky-ReLU layers on the pooled vector [§2.2]
+(`mlp`, every model's default), or logits tied to the token embedding (`tied`, zoology's lm_head:
+a linear layer without bias whose weight is the embedding matrix)."""
 
 from torch import Tensor, nn
 from torch.nn import functional as F
@@ -25,3 +27,15 @@ class MLPHead(nn.Module):
     def forward(self, c: Tensor) -> Tensor:
         s = F.leaky_relu(self.hidden(c), self.negative_slope)
         return F.leaky_relu(self.out(s), self.negative_slope)
+
+
+class TiedHead(nn.Module):
+    """y = c E^T:  c (..., D) -> logits (..., V), E (V, D) the token embedding's weight, the same
+    parameter (counted once; the state dict names it twice, as zoology's `lm_head.weight`)."""
+
+    def __init__(self, embedding: nn.Embedding):
+        super().__init__()
+        self.weight = embedding.weight
+
+    def forward(self, c: Tensor) -> Tensor:
+        return F.linear(c, self.weight)

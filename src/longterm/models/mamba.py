@@ -10,12 +10,13 @@ and N = d_state:
     y = selective_scan(x, Δ, A, B, C, D)           eq. 2 (models/selective_scan.py)   (B, T, E)
     out = W_out (y ⊙ SiLU(z))                      (B, T, D)                          out_proj
 
-R = dt_rank (default ceil(D / 16)). b_Δ is Mamba's: softplus(b_Δ) = Δ_0 log-uniform in
-[0.001, 0.1] (at least 1e-4); W_Δ ~ U(-R^-1/2, R^-1/2); D = 1; the projections and the
-convolution keep PyTorch's initialisation (Mamba's code also scales W_out by 1/sqrt(layers), which
-this block does not). `impl` picks the scan (selective_scan.plan): `reference` the readable step
-loop on the CPU, `fused` and `auto` the compiled CPU kernel, or on CUDA mamba-ssm's kernel when
-installed; off the CPU otherwise the parallel form.
+R = dt_rank: an integer, or `auto` = ceil(D / 16), Mamba's rule (its `dt_rank="auto"`). b_Δ is
+Mamba's: softplus(b_Δ) = Δ_0 log-uniform in [0.001, 0.1] (at least 1e-4); W_Δ ~ U(-R^-1/2,
+R^-1/2); D = 1; the projections and the convolution keep PyTorch's initialisation (Mamba's code
+also scales W_out by 1/sqrt(layers), which this block does not). `impl` picks the scan
+(selective_scan.plan): `reference` the readable step loop on the CPU, `fused` and `auto` the
+compiled CPU kernel, or on CUDA mamba-ssm's kernel when installed; off the CPU otherwise the
+parallel form.
 
 Step form: per layer, the convolution's last d_conv - 1 inputs (B, E, d_conv - 1) and the SSM
 state (B, E, N): state_size = layers · E · (N + d_conv - 1), whatever the length.
@@ -24,6 +25,7 @@ norm.
 """
 
 import math
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -106,16 +108,16 @@ class Mamba(MixerStack):
         d_state: int = 16,
         d_conv: int = 4,
         expand: int = 2,
-        dt_rank: int | None = None,
+        dt_rank: int | Literal["auto"] = "auto",
         impl: str = "auto",
         init: str = "paper",
     ):
         for key, value in (("d_state", d_state), ("d_conv", d_conv), ("expand", expand)):
             if value < 1:
                 raise ValueError(f"{key}={value} must be >= 1")
-        if dt_rank is not None and dt_rank < 1:
-            raise ValueError(f"dt_rank={dt_rank} must be >= 1 (or null: ceil(dim / 16))")
-        rank = dt_rank or math.ceil(dim / 16)
+        if dt_rank != "auto" and dt_rank < 1:
+            raise ValueError(f"dt_rank={dt_rank} must be >= 1 (or auto: ceil(dim / 16))")
+        rank = math.ceil(dim / 16) if dt_rank == "auto" else dt_rank
         super().__init__(
             in_features,
             dim,

@@ -11,7 +11,8 @@ from longterm.models.state import has_step_form
 
 
 class SequenceModel(nn.Module):
-    """x (B, T, F), mask (B, T) -> encoder: h (B, T, D) -> readout: c (B, D) -> head: (B, out).
+    """x (B, T, F), mask (B, T) -> encoder: h (B, T, D) -> readout: c (B, D) -> head: (B, out);
+    a per-step readout keeps c (B, T, D) and the head gives (B, T, out).
 
     With an `embedding` (a task with token inputs, `inputs: tokens`), x is token ids (B, T) int64
     and the encoder reads embedding(x) (B, T, D); without one (one-hot tasks) x is its input."""
@@ -33,8 +34,13 @@ class SequenceModel(nn.Module):
         embedding = getattr(self, "embedding", None)
         return x if embedding is None else embedding(x)
 
+    def features(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """What the head reads: c (B, D), or (B, T, D) per step; a per-step loss applies the head
+        to the labelled steps' rows only (training/module.py)."""
+        return self.readout(self.encoder(self.embed(x), mask), mask)
+
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        return self.head(self.readout(self.encoder(self.embed(x), mask), mask))
+        return self.head(self.features(x, mask))
 
     def step(self, x_t: Tensor, state: tuple[Any, Any] | None) -> tuple[Tensor, tuple[Any, Any]]:
         """x_t (B, F) (token ids (B,) with an embedding), (the encoder's state, the readout's)

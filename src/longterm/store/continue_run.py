@@ -9,9 +9,10 @@ epoch (docs/reliability.md, "Raising the epoch limit"):
     python src/train.py <the old command with the larger trainer.max_epochs>
 
 The data stream is keyed by epoch and batch index, so the continued run ends with the same
-metrics as a run started with the larger limit. Lightning's checkpoint callback keeps absolute
-paths, and restores its best score only when its directory is unchanged, so those paths are
-rewritten to the new directory. The old run may be an archived one (`runs/`,
+metrics as a run started with the larger limit; not so for a run whose learning-rate schedule
+follows its epoch limit (optim.schedule), which is refused. Lightning's checkpoint callback keeps
+absolute paths, and restores its best score only when its directory is unchanged, so those paths
+are rewritten to the new directory. The old run may be an archived one (`runs/`,
 longterm.store.archive).
 """
 
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 from longterm.store.checkpoints import UnsafeCheckpointError, relocate
+from longterm.store.recorded import current_settings
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder, run_record
 
@@ -49,6 +51,12 @@ def finished_status(old: Path) -> str:
     status = result.get("status")
     if status not in FINAL_STATUSES:
         raise ContinueError(f"{old} has status {status!r}: rerun its own command to resume it")
+    schedule = current_settings(result)["schedule"]
+    if schedule != "none":
+        raise ContinueError(
+            f"{old} trained with optim.schedule={schedule}, whose learning rate follows its own "
+            "trainer.max_epochs: a larger limit is another run; start it in its own directory"
+        )
     return status
 
 

@@ -7,7 +7,8 @@ subpackages those classes moved (`longterm.callbacks.StopWhenSolved` is now
 `longterm.training.callbacks.StopWhenSolved`); a run made before, in a user's `outputs/`, is
 evaluated and continued through this map. The archive `runs/` was rewritten once to today's
 paths, so it needs none of it; its pool sections name their class by `_target_`, which readouts
-have since left for `readout` (current_pool).
+have since left for `readout` (current_pool). A record made before a setting that identifies a
+run existed reads as the run was made (current_settings).
 """
 
 from pathlib import Path
@@ -50,6 +51,28 @@ def current_pool(config: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(pool, dict) or "_target_" not in pool:
         return config
     return {**config, "pool": {("readout" if k == "_target_" else k): v for k, v in pool.items()}}
+
+
+# Settings that identify a run (config/run_dirs.py run_params) added after runs were recorded,
+# and what a run recorded without them trained with: the paper's constant Adam, unclipped
+# (conf/train.yaml's optim before it had these keys), and the paper's head. Not the schema's
+# defaults, which may change: what those runs did.
+ADDED_SETTINGS: dict[str, Any] = {
+    "optim": "adam",  # optim.name
+    "weight_decay": 0.0,
+    "schedule": "none",
+    "warmup": 0,
+    "clip": None,
+    "head": "mlp",  # model.head
+}
+# A model's own keys added after its runs were recorded, as those runs had them (GLA's and
+# DeltaNet's short convolutions). A key no model of a record has is never compared with it.
+ADDED_MODEL_KEYS: dict[str, Any] = {"use_short_conv": False}
+
+
+def current_settings(record: dict[str, Any]) -> dict[str, Any]:
+    """A result record (or its settings) with the settings it predates as the run had them."""
+    return {**ADDED_SETTINGS, **ADDED_MODEL_KEYS, **record}
 
 
 def recorded_config(run_dir: str | Path) -> dict[str, Any]:

@@ -7,21 +7,24 @@ training batches, generated once (batches are keyed by seed, epoch and index, ba
 one validation set.
 
 What each member keeps: its model, built after seeding with its own seed as a run alone is; its
-own Adam; its callbacks (conf/callbacks: the stopping rules, the checkpoints), driven by the pack
-through a Trainer of the member's own that is never fitted and whose loop is the pack's; its
-TensorBoard logger and HPARAMS session; its run directory with result.json, train.log and
-checkpoints in the format of a run alone. So the collector, `continue_run`, a rerun under any
-launcher and the archive treat a member as any run.
+own optimizer, with the schedule of its learning rate and its gradient clipping
+(training/recipes.py); its callbacks (conf/callbacks: the stopping rules, the checkpoints),
+driven by the pack through a Trainer of the member's own that is never fitted and whose loop is
+the pack's; its TensorBoard logger and HPARAMS session; its run directory with result.json,
+train.log and checkpoints in the format of a run alone. So the collector, `continue_run`, a
+rerun under any launcher and the archive treat a member as any run.
 
 Exact on the CPU: a member's forward and backward passes are those of the run alone (the same
 modules and kernels, one member after another), the pack's loss is the sum of the members'
-losses (whose gradient reaches each member multiplied by exactly 1), and each member's Adam steps
-its own parameters. A member's parameters, val_acc_history, epochs and status are bit for bit
-those of the run alone (tests/test_packed.py).
+losses (whose gradient reaches each member multiplied by exactly 1), and each member's optimizer
+steps its own parameters, clipped to its own norm, at its own scheduled learning rate. A
+member's parameters, val_acc_history, epochs and status are bit for bit those of the run alone
+(tests/test_packed.py).
 
 On an accelerator (`launcher.vectorise=auto`, fixed-length data) the members are stacked instead
 (longterm.sweeps.stacked): one update of every member is a fixed number of ops, and not equal to the
-bit.
+bit; only under the paper's recipe (constant Adam, no clipping), other recipes step each member's
+own optimizer as on the CPU.
 
 A member stops on its own while the others go on (sweeps/members.py).
 Resumption: each member resumes from its own last.ckpt; members whose checkpoints stand at other
@@ -135,8 +138,8 @@ def build_member(cfg: DictConfig, run_dir: Path, pack_size: int) -> Member:
         trainer = run_trainer(
             cfg, own, parts.logger, enable_progress_bar=False, enable_model_summary=False
         )
-    optimizer = parts.module.configure_optimizers()
-    attach_unfitted(trainer, parts.module, optimizer)
+    optimizer, schedule = parts.module.make_optimizer()
+    attach_unfitted(trainer, parts.module, optimizer, schedule)
     say = MemberLog(log, run_dir)
     return Member(
         cfg,
@@ -203,6 +206,8 @@ def restore(members: list[Member], module: PackModule, where: Path) -> Path:
     loaded = [load_checkpoint(m.ckpt) for m in members]
     for member, ckpt in zip(members, loaded, strict=True):
         load_callback_states(member.trainer, ckpt)
+        if member.module.schedule is not None:  # as Trainer.fit restores a run's alone
+            member.module.schedule.load_state_dict(ckpt["lr_schedulers"][0])
     pack = dict(loaded[0])
     pack["state_dict"] = {
         f"members.{i}.{k}": v
@@ -210,7 +215,7 @@ def restore(members: list[Member], module: PackModule, where: Path) -> Path:
         for k, v in ckpt["state_dict"].items()
     }
     pack["optimizer_states"] = [{"members": [c["optimizer_states"][0] for c in loaded]}]
-    pack["callbacks"] = {}
+    pack["callbacks"], pack["lr_schedulers"] = {}, []  # the members' own, loaded above
     path = where / "pack.ckpt"
     torch.save(pack, path)
     return path

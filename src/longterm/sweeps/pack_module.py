@@ -1,6 +1,7 @@
 """A pack as Lightning objects (sweeps/pack.py): the data (each seed's stream of training batches
 and its validation set, zipped), the module holding the members' modules side by side, and the
-one optimizer Lightning steps, each member's own Adam inside it.
+one optimizer Lightning steps, each member's own optimizer inside it, with its recipe's
+clipping and schedule (training/recipes.py).
 
 Shapes: a training item is a tuple of batches, one per seed (x (B, T, F), y (B,), mask (B, T)).
 """
@@ -19,6 +20,7 @@ from longterm.models.feedforward import forward_members, same_shape
 from longterm.sweeps.flat_adam import FlatAdam, plain_adam
 from longterm.sweeps.stacked import StackedMembers, own_tensors
 from longterm.training.data import KeyedBatches, TaskDataModule, keyed_loader
+from longterm.training.library_internals import epoch_ends
 from longterm.training.module import MemoryTaskModule, PlainLoopModule
 
 
@@ -88,7 +90,9 @@ class PackModule(PlainLoopModule):
         # after Lightning has restored the members' weights and Adam states (a resumed pack)
         assert self.optimizer is not None
         wanted = self.vectorise is True or (self.vectorise == AUTO and self.device.type != "cpu")
-        if wanted and self.same_shapes:
+        # the stacked update is Adam at a constant rate (sweeps/stacked.py): other recipes step
+        # each member's own optimizer
+        if wanted and self.same_shapes and all(m.recipe.plain for m in self.members):
             self.stacked = StackedMembers(list(self.members), self.optimizer.optimizers)
             self.stream_index = torch.tensor(self.streams, device=self.device)
             self.activity_changed()
@@ -162,8 +166,11 @@ class Rows(Mapping):
 
 
 class PackOptimizer(torch.optim.Optimizer):
-    """The one optimizer Lightning steps: each member's own (its run's Adam), for the members
-    that trained in this step. Its state is the members' states, in member order."""
+    """The one optimizer Lightning steps: each member's own (its run's), for the members that
+    trained in this step, each with its own recipe as its run alone has it: its gradients
+    clipped to its own norm before the step, its own schedule stepped after it
+    (training/recipes.py; MemoryTaskModule.before_step, after_step). Its state is the
+    members' states, in member order."""
 
     def __init__(self, optimizers: list[torch.optim.Optimizer], module: PackModule):
         self.optimizers, self.module = optimizers, module
@@ -179,11 +186,18 @@ class PackOptimizer(torch.optim.Optimizer):
         if stacked is not None:
             stacked.step(self.module.active_mask, self.module.active_host)
             return loss
-        trained = list(self.module.losses)
+        trained, members = list(self.module.losses), self.module.members
+        for i in trained:
+            members[i].before_step()
         flat = self.module.flat
         if flat is None or not flat.step(trained):
             for i in trained:
                 self.optimizers[i].step()
+        scheduled = [i for i in trained if members[i].schedule is not None]
+        if scheduled:  # (a pack's update counted on the meta device has no Trainer)
+            ends = epoch_ends(self.module.trainer)
+            for i in scheduled:
+                members[i].after_step(ends)
         return loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:

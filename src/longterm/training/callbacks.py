@@ -17,15 +17,18 @@ log = logging.getLogger(__name__)
 
 
 class StopWhenSolved(L.Callback):
-    """Stop once the monitored validation metric reaches `threshold` (>=, so 100% counts).
+    """Stop once the monitored validation metric reaches `threshold` (>=, so 100% counts), or
+    once it exceeds it with `strict` (>).
 
     Lightning's EarlyStopping compares `stopping_threshold` strictly (>), so it never fires at
     exactly 1.0; this callback is the paper's rule "train until 100% validation accuracy".
+    Zoology stops when validation accuracy > 0.99 (zoology/train.py): threshold 0.99 with
+    `strict`; without it a run also stops at exactly 0.99.
     Records the history and the 1-based epoch at which the threshold was first reached.
     """
 
-    def __init__(self, monitor: str = "val/acc", threshold: float = 1.0):
-        self.monitor, self.threshold = monitor, threshold
+    def __init__(self, monitor: str = "val/acc", threshold: float = 1.0, strict: bool = False):
+        self.monitor, self.threshold, self.strict = monitor, threshold, strict
         self.history: list[float] = []
         self.solved_epoch: int | None = None
 
@@ -34,7 +37,8 @@ class StopWhenSolved(L.Callback):
             return
         value = float(trainer.callback_metrics[self.monitor])
         self.history.append(value)
-        if value >= self.threshold and self.solved_epoch is None:
+        reached = value > self.threshold if self.strict else value >= self.threshold
+        if reached and self.solved_epoch is None:
             self.solved_epoch = trainer.current_epoch + 1
             if trainer.logger is not None:  # self.log is not allowed in this hook
                 epoch = {"verdict/epoch_solved": self.solved_epoch}

@@ -34,7 +34,7 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from longterm.choices import DATA, LENGTHS, LOSSES
+from longterm.choices import DATA, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
 from longterm.store.atomic import atomic_write
 from longterm.store.run_dir import event_files
 
@@ -54,6 +54,12 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "seed": float,
     "batch_size": float,
     "max_epochs": float,
+    "optim": OPTIMIZERS,  # optim.name
+    "weight_decay": float,  # optim.weight_decay
+    "schedule": SCHEDULES,  # optim.schedule
+    "warmup": float,  # optim.warmup
+    "clip": float,  # optim.clip (absent: none)
+    "head": HEADS,  # model.head
     "min_length": float,  # data=variable
     "max_length": float,  # data=variable
     "k": float,  # task.params.k, associative_recall

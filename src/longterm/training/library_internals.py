@@ -20,7 +20,9 @@ from pytorch_lightning.loggers import TensorBoardLogger
 from pytorch_lightning.profilers import PassThroughProfiler
 from pytorch_lightning.trainer import call
 from pytorch_lightning.trainer.states import TrainerFn
+from pytorch_lightning.utilities.types import LRSchedulerConfig
 from tensorboard.compat.proto.summary_pb2 import Summary
+from torch.optim.lr_scheduler import LRScheduler
 
 
 def call_hooks(trainer: L.Trainer, hook: str, *args: Any, **kwargs: Any) -> None:
@@ -74,13 +76,20 @@ def load_callback_states(trainer: L.Trainer, checkpoint: dict[str, Any]) -> None
 
 
 def attach_unfitted(
-    trainer: L.Trainer, module: L.LightningModule, optimizer: torch.optim.Optimizer
+    trainer: L.Trainer,
+    module: L.LightningModule,
+    optimizer: torch.optim.Optimizer,
+    schedule: LRScheduler | None = None,
 ) -> None:
-    """Make `trainer` (never fitted) hold `module` and its `optimizer` as if fitting, so that
-    its callbacks (checkpoints) see a fitting Trainer."""
+    """Make `trainer` (never fitted) hold `module`, its `optimizer` and the optimizer's
+    `schedule` as if fitting, so that its callbacks (checkpoints) see a fitting Trainer, and
+    its checkpoints hold the schedule as a fitted Trainer's do (`lr_schedulers`)."""
     trainer.state.fn = TrainerFn.FITTING
     trainer.strategy.connect(module)
     trainer.strategy.optimizers = [optimizer]
+    trainer.strategy.lr_scheduler_configs = (
+        [] if schedule is None else [LRSchedulerConfig(schedule)]
+    )
     module.trainer = trainer
 
 
@@ -108,16 +117,26 @@ def plain_update(
     LightningOptimizer.step counts one (`trainer.global_step`), without the strategy's and the
     precision plugin's calls and callback hooks around each part, which do nothing under
     plain_update_possible. The same numbers as automatic optimization's update: the same ops,
-    the gradients zeroed before the forward instead of after it."""
+    the gradients zeroed before the forward instead of after it; the module's `before_step`
+    and `after_step` clip the gradients and step the schedule (training/recipes.py) where
+    automatic optimization does."""
     optimizer = module.optimizers()
     optimizer.zero_grad()
     loss = loss_of()
     if loss is not None:
         loss.backward()
+    module.before_step()  # the recipe's gradient clipping
     optimizer._on_before_step()  # the manual loop's: ready, and the profiler's start
     optimizer.optimizer.step()
     optimizer._on_after_step()
+    module.after_step(epoch_ends(module.trainer))  # the recipe's schedule
     return loss
+
+
+def epoch_ends(trainer: L.Trainer) -> bool:
+    """Whether the update in progress is the epoch's last, after which Lightning's automatic
+    optimization steps a per-epoch schedule (before the epoch's validation)."""
+    return trainer.fit_loop.epoch_loop._num_ready_batches_reached()
 
 
 AUTOMATIC_STEPS = ("epoch_loop.automatic_optimization.optim_progress", "optimizer", "step")

@@ -56,14 +56,23 @@ def saved_bytes(net: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
     return sum(storages.values()) + out.numel() * out.element_size()
 
 
+def probe_steps(net: nn.Module) -> tuple[int, int]:
+    """PROBE_STEPS, or for a model defined for at most `max_positions` steps fewer than the
+    second (models/bounded.py), half that and that."""
+    limit = getattr(getattr(net, "encoder", net), "max_positions", None)
+    if limit is None or limit >= PROBE_STEPS[1]:
+        return PROBE_STEPS
+    return max(limit // 2, 1), limit
+
+
 def probe_bytes(net: nn.Module, n_features: int, vocab: int | None = None) -> tuple[int, int]:
     """What one forward of `net` saves for its backward pass on PROBE_BATCH sequences at each of
-    PROBE_STEPS; with `vocab`, on token ids (the net embeds them) instead of `n_features`
+    its probe_steps; with `vocab`, on token ids (the net embeds them) instead of `n_features`
     features."""
     measured, probe = [], copy.deepcopy(net)  # a probe's forward may change a module's state
     g = torch.Generator().manual_seed(0)  # and never draws from the run's random stream
     device = next(net.parameters()).device  # after training, where the run trained
-    for steps in PROBE_STEPS:
+    for steps in probe_steps(net):
         if vocab is None:
             x = torch.randn(PROBE_BATCH, steps, n_features, generator=g)
         else:
@@ -73,10 +82,13 @@ def probe_bytes(net: nn.Module, n_features: int, vocab: int | None = None) -> tu
     return measured[0], measured[1]
 
 
-def extrapolated(probed: tuple[int, int], batch_size: int, width: int) -> int:
-    """The probes' bytes extrapolated linearly to `batch_size` sequences of `width` steps."""
-    (t1, t2), (m1, m2) = PROBE_STEPS, probed
-    per_step = max(m2 - m1, 0) / (t2 - t1)
+def extrapolated(
+    probed: tuple[int, int], batch_size: int, width: int, steps: tuple[int, int] = PROBE_STEPS
+) -> int:
+    """The probes' bytes (at `steps`) extrapolated linearly to `batch_size` sequences of `width`
+    steps."""
+    (t1, t2), (m1, m2) = steps, probed
+    per_step = max(m2 - m1, 0) / max(t2 - t1, 1)
     return int((m2 + per_step * (width - t2)) * batch_size / PROBE_BATCH)
 
 
@@ -86,7 +98,7 @@ def activation_bytes(
     """What one update of `net` saves for its backward pass on a batch of `batch_size` sequences
     of `width` steps, measured at PROBE_STEPS and extrapolated linearly; with `vocab`, on token
     ids (the net embeds them) instead of `n_features` features."""
-    return extrapolated(probe_bytes(net, n_features, vocab), batch_size, width)
+    return extrapolated(probe_bytes(net, n_features, vocab), batch_size, width, probe_steps(net))
 
 
 def data_bytes(
@@ -123,7 +135,7 @@ def memory_error(
     held, batch = data_bytes(data, n_features, task["labels"] == "step", tokens)
     probed = probe_bytes(net, n_features, task["vocab"] if tokens else None)
     width = longest_width(data)
-    active = extrapolated(probed, data["batch_size"], width)
+    active = extrapolated(probed, data["batch_size"], width, probe_steps(net))
     need, room = held + batch + active, available_bytes() / side_by_side
     share = f" for each of {side_by_side} jobs side by side" if side_by_side > 1 else ""
     if need > FIT_FRACTION * room:
@@ -144,7 +156,7 @@ def memory_error(
         )
     for T0 in eval_lengths:
         drawn = batch * default_width(T0) // width  # a batch drawn at T0
-        one = extrapolated(probed, 1, default_width(T0))
+        one = extrapolated(probed, 1, default_width(T0), probe_steps(net))
         if held + drawn + one > FIT_FRACTION * room:
             return (
                 f"eval.lengths: T0={T0} needs about {(held + drawn + one) / GiB:.1f} GiB to score "
@@ -162,5 +174,5 @@ def eval_batch(net: nn.Module, task: dict, T0: int, batch_size: int, room: int) 
     as fit, at least one (memory_error refused a length where one does not)."""
     tokens = task.get("inputs", "onehot") == "tokens"
     probed = probe_bytes(net, task.get("n_features"), task["vocab"] if tokens else None)
-    one = max(extrapolated(probed, 1, default_width(T0)), 1)
+    one = max(extrapolated(probed, 1, default_width(T0), probe_steps(net)), 1)
     return max(1, min(batch_size, int(FIT_FRACTION * room // one)))

@@ -1,6 +1,7 @@
-"""The LightningModule: Adam, and the task's loss and accuracy: MSE and the paper's tolerance
-accuracy for regression (§2.2), cross-entropy and the accuracy of the arg-max for classification;
-for tasks that label steps, both over the labelled steps only."""
+"""The LightningModule: the training recipe (training/recipes.py: the paper's Adam by default),
+and the task's loss and accuracy: MSE and the paper's tolerance accuracy for regression (§2.2),
+cross-entropy and the accuracy of the arg-max for classification; for tasks that label steps,
+both over the labelled steps only."""
 
 import inspect
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from longterm.training.library_internals import (
     updates_done,
 )
 from longterm.training.metrics import TOLERANCE, ToleranceAccuracy
+from longterm.training.recipes import Recipe, Schedule
 
 
 class PlainLoopModule(L.LightningModule):
@@ -66,6 +68,13 @@ class PlainLoopModule(L.LightningModule):
         """The training step's: the loss `loss_of()`, and under the plain loop the update."""
         return loss_of() if self.automatic_optimization else plain_update(self, loss_of)
 
+    def before_step(self) -> None:
+        """The plain loop's, between backward and the optimizer's step (gradient clipping)."""
+
+    def after_step(self, epoch_ends: bool) -> None:
+        """The plain loop's, after the optimizer's step (`epoch_ends`: after the epoch's last
+        update): what Lightning's automatic optimization does there (a schedule's step)."""
+
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         carry_step_counts(checkpoint, self.automatic_optimization)
 
@@ -82,21 +91,22 @@ class MemoryTaskModule(PlainLoopModule):
     (`loss="mse"`, n_outputs 1) or a class in 0..n_outputs-1 (`loss="cross_entropy"`, logits).
 
     `per_step`: `net` gives (B, T, n_outputs) and y is (B, T), a class on labelled steps and
-    NO_TARGET on the others, which the loss and the accuracy skip (cross-entropy only)."""
+    NO_TARGET on the others, which the loss and the accuracy skip (cross-entropy only); training
+    and validation apply the head at the labelled steps only (`labelled`), `forward` at all."""
 
     def __init__(
         self,
         net: nn.Module,
         lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
+        recipe: Recipe | None = None,
         tolerance: float = TOLERANCE,
         loss: str = "mse",
         n_outputs: int = 1,
         per_step: bool = False,
     ):
         super().__init__()
-        self.net, self.lr, self.betas, self.eps = net, lr, tuple(betas), eps
+        self.net, self.lr, self.recipe = net, lr, recipe or Recipe()
+        self.schedule: Schedule | None = None  # the optimizer's, made with it
         self.classify, self.per_step = loss == "cross_entropy", per_step
         if per_step and not self.classify:
             raise ValueError("per-step targets need loss=cross_entropy")
@@ -124,9 +134,24 @@ class MemoryTaskModule(PlainLoopModule):
         return F.cross_entropy(pred, y.long()) if self.classify else F.mse_loss(pred, y)
 
     def step_loss(self, batch: Batch) -> Tensor:
-        """The training loss of one batch."""
+        """The training loss of one batch (per step: the head at the labelled steps only)."""
         x, y, mask = batch
+        if self.per_step:
+            return F.cross_entropy(*self.labelled(x, y, mask))
         return self.loss(self(x, mask), y)
+
+    def labelled(self, x: Tensor, y: Tensor, mask: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Per step: the logits (N, C) at the N labelled steps (y != NO_TARGET) and their classes
+        (N,). The head runs on those steps' rows of `net.features` (B, T, D) only: at every step
+        a vocabulary head costs B T / N times as much (MQAR labels T / 16 steps), and the other
+        rows add nothing to `loss` or to its gradients, so the mean over the N rows is `loss` of
+        the full logits, to rounding (tests/test_head_at_labels.py). A net without `features`
+        gives its full logits (B, T, C), picked the same way."""
+        at = y != NO_TARGET
+        features = getattr(self.net, "features", None)
+        if features is None:
+            return self(x, mask)[at], y[at]
+        return self.net.head(features(x, mask)[at]), y[at]
 
     def training_step(self, batch: Batch, batch_idx: int) -> Tensor:
         loss = self.update(lambda: self.step_loss(batch))
@@ -140,19 +165,47 @@ class MemoryTaskModule(PlainLoopModule):
         """One validation batch: the accuracy metric updated, and what to log (its loss, and the
         metric, which Lightning computes over the epoch)."""
         x, y, mask = batch
+        if self.per_step:  # the labelled steps' rows, as `step_loss`
+            logits, labels = self.labelled(x, y, mask)
+            if len(labels):  # a batch may label no step (the metric cannot take no rows)
+                self.val_acc(logits, labels)
+            return {"val/loss": F.cross_entropy(logits, labels), "val/acc": self.val_acc}
         pred = self(x, mask)
-        if self.per_step:
-            self.val_acc(pred.flatten(0, 1), y.flatten())
-        else:
-            self.val_acc(pred, y.long() if self.classify else y)
+        self.val_acc(pred, y.long() if self.classify else y)
         return {"val/loss": self.loss(pred, y), "val/acc": self.val_acc}
 
     def validation_step(self, batch: Batch, batch_idx: int) -> None:
         for name, value in self.val_metrics(batch).items():
             self.log(name, value, batch_size=len(batch[1]))
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.lr, betas=self.betas, eps=self.eps)
+    def make_optimizer(self) -> tuple[torch.optim.Optimizer, Schedule | None]:
+        """The recipe's optimizer of the parameters at `lr`, and its schedule (None: constant)."""
+        optimizer = self.recipe.optimizer(self.parameters(), self.lr)
+        self.schedule = self.recipe.scheduler(optimizer)
+        return optimizer, self.schedule
+
+    def configure_optimizers(self) -> torch.optim.Optimizer | dict[str, Any]:
+        optimizer, schedule = self.make_optimizer()
+        if schedule is None:
+            return optimizer
+        return {"optimizer": optimizer, "lr_scheduler": self.recipe.lightning_schedule(schedule)}
+
+    def configure_gradient_clipping(
+        self,
+        optimizer: torch.optim.Optimizer,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str | None = None,
+    ) -> None:
+        # automatic optimization's: the Trainer's clipping (trainer.gradient_clip_val), then
+        # the recipe's (optim.clip)
+        super().configure_gradient_clipping(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        self.recipe.clip_gradients(self.parameters())
+
+    def before_step(self) -> None:
+        self.recipe.clip_gradients(self.parameters())
+
+    def after_step(self, epoch_ends: bool) -> None:
+        self.recipe.after_update(self.schedule, epoch_ends)
 
 
 def log_training_loss(trainer: L.Trainer, loss: Tensor) -> None:

@@ -25,6 +25,7 @@ from longterm.training.faults import RunError
 from longterm.training.library_internals import NoProfiler
 from longterm.training.memory_estimate import memory_error
 from longterm.training.module import MemoryTaskModule
+from longterm.training.recipes import Recipe
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +61,19 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
     return MemoryTaskModule(
         net,
         lr=cfg.lr,
+        recipe=run_recipe(cfg),
         loss=cfg.task.loss,
         n_outputs=cfg.task.n_outputs,
         per_step=readout.per_step,
-        **OmegaConf.to_container(cfg.optim),
     )
+
+
+def run_recipe(cfg: DictConfig) -> Recipe:
+    """The training recipe of `cfg.optim` (training/recipes.py), over the run's epochs and
+    updates."""
+    optim = OmegaConf.to_container(cfg.optim, resolve=True)
+    epochs, updates = cfg.trainer.max_epochs, cfg.data.batches_per_epoch
+    return Recipe(**optim, max_epochs=epochs, updates_per_epoch=updates)
 
 
 def run_callbacks(cfg: DictConfig) -> list[L.Callback]:

@@ -18,7 +18,9 @@ class TensorBoardLogger(LightningTensorBoardLogger):
 
 class LogLearningRate(L.Callback):
     """`train/lr`, the optimiser's learning rate, at the start of every epoch (where Lightning's
-    LearningRateMonitor logs `lr-Adam`). Does nothing without a logger."""
+    LearningRateMonitor logs `lr-Adam`): the scheduled one (optim.schedule), the epoch's under
+    `cosine`, that of the epoch's first update under `warmup_cosine`. Does nothing without a
+    logger."""
 
     def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.logger is not None and trainer.optimizers:
