@@ -81,24 +81,28 @@ def training_batch(cfg, L: int, batch: int) -> tuple[Tensor, Tensor, Tensor]:
 
 
 class Block(nn.Module):
-    """Pre-norm: h + W_o attn(LN(h)), one head, causal, dropout p on the attention weights while
-    training, no MLP."""
+    """zoology's TransformerBlock with the Identity state mixer, written plainly: r = h + r,
+    r = r + W_o attn(LN_1(r)), h = LN_2(r); one head, causal, dropout p on the attention weights
+    while training, no MLP."""
 
     def __init__(self, d: int, p: float):
         super().__init__()
-        self.norm, self.qkv, self.out = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.p = p
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.out, self.p = nn.Linear(d, 3 * d), nn.Linear(d, d), p
 
-    def forward(self, h: Tensor) -> Tensor:
-        q, k, v = self.qkv(self.norm(h)).unsqueeze(1).chunk(3, dim=-1)  # (B, 1, T, d) each
+    def forward(self, h: Tensor, r: Tensor | None) -> tuple[Tensor, Tensor]:
+        r = h if r is None else h + r
+        q, k, v = self.qkv(self.norm1(r)).unsqueeze(1).chunk(3, dim=-1)  # (B, 1, T, d) each
         p = self.p if self.training else 0.0
         a = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True).squeeze(1)
-        return h + self.out(a)
+        r = r + self.out(a)
+        return self.norm2(r), r
 
 
 class PlainAttention(nn.Module):
-    """Token + learned position embeddings (dropout `embed_p`), 2 pre-norm blocks, final
-    LayerNorm; the head is the token embedding's transpose (tied). x (B, T) ids -> (B, T, d)."""
+    """Token + learned position embeddings (dropout `embed_p`), 2 blocks, final LayerNorm on
+    h + r: zoology's Figure-2 attention model computed plainly; the head is the token
+    embedding's transpose (tied). x (B, T) ids -> (B, T, d)."""
 
     def __init__(self, vocab: int, d: int, length: int, embed_p: float, attn_p: float):
         super().__init__()
@@ -108,10 +112,10 @@ class PlainAttention(nn.Module):
         self.norm = nn.LayerNorm(d)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.drop(self.tokens(x) + self.positions(torch.arange(x.shape[1])))
+        h, r = self.drop(self.tokens(x) + self.positions(torch.arange(x.shape[1]))), None
         for block in self.blocks:
-            h = block(h)
-        return self.norm(h)
+            h, r = block(h, r)
+        return self.norm(h + r)
 
     def head(self, h: Tensor) -> Tensor:
         return F.linear(h, self.tokens.weight)
@@ -311,9 +315,10 @@ def page(records: list[dict], args: argparse.Namespace, seconds: float, load: li
             else []
         ),
         "",
-        "The two models differ in one respect that costs time: each of zoology's blocks ends with "
-        "a second LayerNorm (its TransformerBlock's norm2, whose output the next block adds to the "
-        "residual stream); the plain model's blocks have one.",
+        "The plain model computes the same function as zoology's (each block's second LayerNorm, "
+        "its TransformerBlock's norm2, whose output the next block adds to the residual stream, "
+        "included), written in plain PyTorch on the first L steps; ours also embeds the padded "
+        "steps of the framework's batch before its model drops them.",
         "",
         *tables(records),
         "",

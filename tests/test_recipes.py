@@ -16,7 +16,7 @@ from test_packed import assert_same_runs, job_dirs
 
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
-from longterm.config.run_dirs import other_settings, run_params
+from longterm.config.run_dirs import RECIPE, other_settings, run_params
 from longterm.config.validate import ConfigError
 from longterm.store.continue_run import ContinueError, continue_run
 from longterm.store.recorded import ADDED_SETTINGS
@@ -204,7 +204,7 @@ def test_a_resumed_run_is_the_run_not_interrupted(tmp_path, recipe):
     for k, v in ckpts[0]["state_dict"].items():
         assert torch.equal(v, ckpts[1]["state_dict"][k]), k
     record = read_json(whole / "result.json")
-    keys = {k: record[k] for k in ADDED_SETTINGS if k != "head"}
+    keys = {k: record[k] for k in RECIPE}
     if cosine:
         assert keys == {"optim": "adamw", "weight_decay": 0.1, "schedule": "cosine",
                         "warmup": 0, "clip": 0.5}  # fmt: skip

@@ -127,7 +127,7 @@ def test_the_table_opens_on_the_columns_that_matter(board):
         ["batch_size", "data", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed"]
         + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
-        + ["head"]  # model.head
+        + ["head", "stop_at", "stop_strict"]  # model.head, the stop rule
         + TASK_KEYS
         + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
         + MODEL_KEYS

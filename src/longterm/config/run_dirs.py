@@ -29,7 +29,7 @@ DEFAULT_RUN_DIR = "${hydra:runtime.output_dir}"  # conf/train.yaml: run_dir
 SETTINGS = (
     *("task", "loss", "pool", "model", "data", "T0", "lr", "seed", "mask_padding"),
     *("batch_size", "max_epochs", "lengths", "min_length", "max_length"),
-    *("optim", "weight_decay", "schedule", "warmup", "clip", "head"),
+    *("optim", "weight_decay", "schedule", "warmup", "clip", "head", "stop_at", "stop_strict"),
     *("k", "statements", "variables", "arity", "vocab"),
     *("kv_pairs", "power_a", "random_non_queries", "data_tokens"),
 )
@@ -53,6 +53,12 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
         "max_epochs": cfg.trainer.max_epochs,
         **recipe_params(cfg),
         "head": OmegaConf.select(cfg, "model.head", default=ADDED_SETTINGS["head"]),
+        **{
+            param: OmegaConf.select(
+                cfg, f"callbacks.stop_when_solved.{key}", default=ADDED_SETTINGS[param]
+            )
+            for param, key in STOP.items()
+        },
     }
     for key in ("lengths", "min_length", "max_length"):
         if key in cfg.data:
@@ -67,6 +73,9 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
 # reads as the run was made (store/recorded.py: ADDED_SETTINGS).
 RECIPE = {"optim": "name", "weight_decay": "weight_decay", "schedule": "schedule"}
 RECIPE |= {"warmup": "warmup", "clip": "clip"}
+# The accuracy at which a run stops (callbacks.stop_when_solved): at or above `threshold`, or
+# above it where `strict` (zoology's rule).
+STOP = {"stop_at": "threshold", "stop_strict": "strict"}
 
 
 def recipe_params(cfg: DictConfig) -> dict[str, Any]:

@@ -55,8 +55,8 @@ def current_pool(config: dict[str, Any]) -> dict[str, Any]:
 
 # Settings that identify a run (config/run_dirs.py run_params) added after runs were recorded,
 # and what a run recorded without them trained with: the paper's constant Adam, unclipped
-# (conf/train.yaml's optim before it had these keys), and the paper's head. Not the schema's
-# defaults, which may change: what those runs did.
+# (conf/train.yaml's optim before it had these keys), the paper's head and its stop at 100%.
+# Not the schema's defaults, which may change: what those runs did.
 ADDED_SETTINGS: dict[str, Any] = {
     "optim": "adam",  # optim.name
     "weight_decay": 0.0,
@@ -64,6 +64,8 @@ ADDED_SETTINGS: dict[str, Any] = {
     "warmup": 0,
     "clip": None,
     "head": "mlp",  # model.head
+    "stop_at": 1.0,  # callbacks.stop_when_solved.threshold: the paper's 100%
+    "stop_strict": False,  # callbacks.stop_when_solved.strict: at or above stop_at
 }
 # A model's own keys added after its runs were recorded, as those runs had them (GLA's and
 # DeltaNet's short convolutions). A key no model of a record has is never compared with it.

@@ -60,6 +60,8 @@ SCHEMA: dict[str, tuple[str, ...] | type] = {
     "warmup": float,  # optim.warmup
     "clip": float,  # optim.clip (absent: none)
     "head": HEADS,  # model.head
+    "stop_at": float,  # callbacks.stop_when_solved.threshold
+    "stop_strict": bool,  # callbacks.stop_when_solved.strict
     "min_length": float,  # data=variable
     "max_length": float,  # data=variable
     "k": float,  # task.params.k, associative_recall
