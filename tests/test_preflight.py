@@ -27,7 +27,8 @@ BAD_COMMAND_LINES = [
     (
         ["experiment=table2"],
         "experiment='table2' is invalid: choose one of claims, every_memory, memory_comparison, "
-        "order_battery, recall, selection, table1, variable_length; did you mean table1?",
+        "order_battery, recall, selection, table1, variable_length, zoology_figure2; did you mean "
+        "table1?",
     ),
     (["experiment=table1", "task=addition", "T0=50", "lr=1e-3,0"], "lr=0 is invalid"),
     (["-m", "launcher=submitit_local", "launcher.cpus=0,2"], "launcher.cpus=0 is invalid"),
