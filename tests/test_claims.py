@@ -133,3 +133,33 @@ def test_the_large_table_is_the_smallest_the_embedding_and_head_cannot_hold():
             assert (bits <= BITS_PER_PARAMETER * shared_parameters(model, vocab)) == fits
     ff = build_model(claims_config([KNOWLEDGE, LARGE, "model=transformer"])).net.encoder.layers
     assert sum(p.numel() for layer in ff for p in layer.ff.parameters()) > LARGE_VOCAB**2
+
+
+def test_a_seed_run_at_several_learning_rates_counts_at_its_best():
+    """The papers report the best of their rates: a seed run at two rates counts with the one of
+    its best validation accuracy, a rate run twice with its latest run; every rate is listed."""
+    import pandas as pd
+
+    from longterm.analysis.claim_verdicts import stats as seed_stats
+
+    def run(seed: int, lr: float, best: float, finished: str) -> dict:
+        return {"task": "induction_heads", "name": "transformer L=2", "seed": seed, "lr": lr} | {
+            "best_acc": best,
+            "finished_at": finished,
+            "n_params": 10,
+            "status": "max_epochs",
+            "history": [best],
+            "updates": 4000,
+        }
+
+    runs = pd.DataFrame(
+        [
+            run(2, 1e-3, 0.50, "1"),
+            run(1, 1e-3, 0.10, "2"),
+            run(1, 2e-4, 0.90, "3"),
+            run(2, 2e-4, 0.20, "4"),
+            run(2, 2e-4, 0.30, "5"),  # the same rate again: its latest run
+        ]
+    )
+    s = seed_stats(runs, "induction_heads", "transformer L=2")
+    assert s.accs == (0.90, 0.50) and s.lrs == (2e-4, 1e-3)

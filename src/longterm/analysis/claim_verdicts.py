@@ -95,14 +95,19 @@ class Stats:
 
 
 def stats(runs: pd.DataFrame, task: str, name: str, value: str = BEST) -> Stats | None:
-    """`name`'s runs on `task`, one per seed (the latest if a seed ran twice), by the column
-    `value` (a seed whose run lacks it is left out; a model named `name value` when the column is
-    not the best validation accuracy); None if none."""
+    """`name`'s runs on `task`, one per seed, by the column `value` (a seed whose run lacks it is
+    left out; a model named `name value` when the column is not the best validation accuracy);
+    None if none. A seed trained at several learning rates counts with the rate of its best
+    validation accuracy (the papers' "best of the rates", chosen at the training length, as a
+    race chooses), a rate run twice with its latest run; `lrs` are every rate run."""
     own = runs[(runs.task == task) & (runs.name == name)] if not runs.empty else runs
     if own.empty or value not in own:
         return None
-    own = own.sort_values("finished_at").drop_duplicates("seed", keep="last")
-    own = own.dropna(subset=[value])
+    lrs = tuple(sorted(set(own.lr))) if "lr" in own else ()
+    latest = ["seed", "lr"] if "lr" in own else ["seed"]
+    own = own.sort_values("finished_at").drop_duplicates(latest, keep="last")
+    own = own.sort_values(BEST, kind="stable").drop_duplicates("seed", keep="last")
+    own = own.sort_values("seed").dropna(subset=[value])
     if own.empty:
         return None
     label = name if value == BEST else f"{name} {value}"
@@ -112,7 +117,6 @@ def stats(runs: pd.DataFrame, task: str, name: str, value: str = BEST) -> Stats 
         else ()
     )
     updates = int(own.updates.max()) if "updates" in own else 0
-    lrs = tuple(sorted(set(own.lr))) if "lr" in own else ()
     return Stats(label, tuple(own[value]), int(own.n_params.max()), rises, updates, lrs)
 
 
