@@ -184,7 +184,7 @@ class ZoologyHyena(ZoologyStack):
         self,
         in_features: int,
         dim: int,
-        layers: PositiveInt = 4,
+        layers: PositiveInt = 2,
         max_positions: PositiveInt = 512,
         embed_dropout: NonNegativeFloat = 0.1,
         resid_dropout: NonNegativeFloat = 0.0,
@@ -204,7 +204,7 @@ class ZoologyBaseConv(ZoologyStack):
         self,
         in_features: int,
         dim: int,
-        kernels: list[int] = [3, -1, 3, -1],  # noqa: B006  read, never changed
+        kernels: list[int] = [3, -1],  # noqa: B006  read, never changed
         max_positions: PositiveInt = 512,
         embed_dropout: NonNegativeFloat = 0.1,
         resid_dropout: NonNegativeFloat = 0.0,
@@ -225,7 +225,7 @@ class ZoologyMamba(ZoologyStack):
         self,
         in_features: int,
         dim: int,
-        layers: PositiveInt = 4,
+        layers: PositiveInt = 2,
         d_state: PositiveInt = 16,
         d_conv: PositiveInt = 4,
         expand: PositiveInt = 2,
