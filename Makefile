@@ -65,13 +65,13 @@ SWEEPS ?= runs/table1 runs/table1_long runs/masking runs/variable_length_100
 # Sweeps that test one hypothesis on a cell, each collected on its own into docs/results/<name>.
 HYPOTHESES ?= init_torch init_torch_mean
 
-# The recall sweep's races (longterm.experiments.recall_runs): docs/recall.md and its figure, when
+# The recall sweep's races (longterm.experiments.recall.runs): docs/recall.md and its figure, when
 # they are archived.
 RECALL ?= runs/recall
 # The sweeps behind the claims page (docs/claims.md): the claims sweep and the Mamba paper's
 # synthetic tasks (conf/experiment/selection.yaml), those of them archived.
 CLAIMS ?= runs/claims runs/selection
-# Every memory on the paper's problems (longterm.experiments.every_memory_runs): a sweep per
+# Every memory on the paper's problems (longterm.experiments.every_memory.runs): a sweep per
 # memory under one folder, read beside runs/table1 and runs/table1_long into docs/every_memory.md.
 EVERY_MEMORY ?= runs/every_memory
 
@@ -79,9 +79,9 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
 	for h in $(HYPOTHESES); do \
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
-	$(BIN)/python -m longterm.analysis.claims $(wildcard $(CLAIMS)) --out docs/claims.md
-	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.analysis.recall $(RECALL) --out docs/recall.md)
-	$(if $(wildcard $(EVERY_MEMORY)),$(BIN)/python -m longterm.analysis.every_memory \
+	$(BIN)/python -m longterm.experiments.claims.page $(wildcard $(CLAIMS)) --out docs/claims.md
+	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.experiments.recall.page $(RECALL) --out docs/recall.md)
+	$(if $(wildcard $(EVERY_MEMORY)),$(BIN)/python -m longterm.experiments.every_memory.page \
 		$(EVERY_MEMORY) runs/table1 runs/table1_long --out docs/every_memory.md)
 
 # The experiments run at a fixed budget: archived without the checkpoints of finished runs

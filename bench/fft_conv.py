@@ -1,5 +1,5 @@
-"""The causal FFT convolution of S4D and Hyena (models/fft_conv.py) against the form it replaces:
-`irfft(rfft(u, 2T) * rfft(k, 2T), 2T)` under autograd ("before"), the same form over
+"""The causal FFT convolution of S4D and Hyena (models/kernels/fft_conv.py) against the form it
+replaces: `irfft(rfft(u, 2T) * rfft(k, 2T), 2T)` under autograd ("before"), the same form over
 fft_length(2T) points ("length only"), and the written-out backward pass over fft_length(2T)
 points ("now"). Each is timed forward and backward on u (B, D, T) and k (D, T) at S4D's width
 (B = 100, D = 64; T the padded width of each T0), float32, on one thread (as a sweep's runs are),
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import torch
 from kernels import arguments, write_page
 
-from longterm.models.fft_conv import causal_fft_conv, fft_length
+from longterm.models.kernels.fft_conv import causal_fft_conv, fft_length
 from longterm.tasks import default_width
 
 B, D = 100, 64  # S4D's batch and channels (conf/model/s4d.yaml, the experiments' batch)

@@ -12,7 +12,7 @@
 (d) an estimate of the whole Table 1 grid's time on this GPU (conf/experiment/table1.yaml, 96
     runs), from the epoch times measured in (b) and (c), appended to that page;
 (e) with mamba-ssm installed (`pip install .[mamba]`), its selective_scan_fn against this
-    project's parallel scan (models/selective_scan.py) on CUDA: outputs, gradients and time.
+    project's parallel scan (models/kernels/selective_scan.py) on CUDA: outputs, gradients and time.
 
 Exit status: 0 when every step passed, 1 when one failed (the rest still run), 2 at once on a
 machine without CUDA, where nothing is checked.
@@ -140,7 +140,7 @@ def mamba_ssm_check(b: int = 8, T: int = 4096, E: int = 128, N: int = 16) -> boo
     the median time of a forward and backward pass of each; False if they differ."""
     from torch.utils.benchmark import Timer
 
-    from longterm.models.selective_scan import scan_mamba_ssm, scan_parallel
+    from longterm.models.kernels.selective_scan import scan_mamba_ssm, scan_parallel
 
     g = torch.Generator(device="cuda").manual_seed(0)
     u, B, C = (torch.randn(b, T, n, device="cuda", generator=g) for n in (E, N, N))

@@ -2,9 +2,9 @@
 (--against) and from this tree's, forward and backward timed apart, in turns (the two builds
 alternate, so a load on the machine falls on both), and their outputs and gradients compared bit
 for bit. The kernels: gated linear attention's and the delta rule's
-(models/linear_attention_cpu.cpp, at the shapes of bench/kernels.py) and Mamba's selective scan
-(models/selective_scan_cpu.cpp, at mamba's defaults: B = 100, E = 2 D = 128, N = 16), float32, on
-one thread (as a sweep's runs are). Every ratio is between cases measured in this run.
+(models/kernels/linear_attention_cpu.cpp, at the shapes of bench/kernels.py) and Mamba's selective
+scan (models/kernels/selective_scan_cpu.cpp, at mamba's defaults: B = 100, E = 2 D = 128, N = 16),
+float32, on one thread (as a sweep's runs are). Every ratio is between cases measured in this run.
 
     python bench/kernel_change.py --against 0753701 --out docs/performance_kernel_change.md
 """
@@ -23,7 +23,7 @@ import torch
 from kernels import B, arguments, inputs, write_page
 from torch.nn import functional as F
 
-from longterm.models import linear_attention_cpu, selective_scan_cpu
+from longterm.models.kernels import linear_attention_cpu, selective_scan_cpu
 from longterm.tasks import default_width
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,8 +68,12 @@ def built_from(module: ModuleType, source: Path) -> ModuleType:
 
 
 def source_at(rev: str, module: ModuleType, folder: Path) -> Path:
-    """The kernel source of `module` as it was at commit `rev`, written under `folder`."""
+    """The kernel source of `module` as it was at commit `rev`, written under `folder`: at its path
+    now, or in models/ itself at a commit from before models/kernels/ held the kernels."""
     relative = module.SOURCE.relative_to(ROOT)
+    here = ["git", "cat-file", "-e", f"{rev}:{relative.as_posix()}"]
+    if subprocess.run(here, cwd=ROOT, capture_output=True).returncode != 0:
+        relative = relative.parent.parent / relative.name
     text = subprocess.run(
         ["git", "show", f"{rev}:{relative}"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout

@@ -1,7 +1,7 @@
-"""The CPU kernels of the linear-attention recurrences (models/linear_attention_cpu.cpp) against
-their chunked forms (models/gla.py, models/deltanet.py), and built at -O2 (the default) against
--O3: forward and backward of one layer's recurrence at the shapes of a run (B = 100, H = 4, the
-heads of D = 64: GLA d_k = 8, d_v = 16; DeltaNet d_k = d_v = 16), float32, on one thread (as a
+"""The CPU kernels of the linear-attention recurrences (models/kernels/linear_attention_cpu.cpp)
+against their chunked forms (models/gla.py, models/deltanet.py), and built at -O2 (the default)
+against -O3: forward and backward of one layer's recurrence at the shapes of a run (B = 100, H = 4,
+the heads of D = 64: GLA d_k = 8, d_v = 16; DeltaNet d_k = d_v = 16), float32, on one thread (as a
 sweep's runs are) unless --threads says otherwise. Every ratio is between cases measured in this
 run.
 
@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from longterm.models import linear_attention_cpu as kernels
 from longterm.models.deltanet import delta_chunked
 from longterm.models.gla import gla_chunked
+from longterm.models.kernels import linear_attention_cpu as kernels
 from longterm.store.records import git_commit, machine
 from longterm.tasks import default_width
 

@@ -127,8 +127,8 @@ def model_flops(case: str, T0: int) -> int:
     both forms: its readable form is too large at T0 = 10000, and the count is that of the
     projections, since the kernel's scan is no matrix product. GLA's are counted on the meta
     device (shapes only, no memory): its chunked form takes over 20 GB at T0 = 10000 on the CPU,
-    and its chunks are the same on every device (models/chunks.py), so the count is the CPU's.
-    The others are counted on the CPU (DeltaNet's chunks differ off the CPU)."""
+    and its chunks are the same on every device (models/kernels/chunks.py), so the count is the
+    CPU's. The others are counted on the CPU (DeltaNet's chunks differ off the CPU)."""
     overrides = CASES[case][0]
     impl = "model.impl=auto" if "model=mamba" in overrides else "model.impl=reference"
     reference = [o for o in overrides if not o.startswith("model.impl=")] + [impl]

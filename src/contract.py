@@ -25,12 +25,10 @@ def main(argv: list[str]) -> int:
         cfg = composed(argv, CONFIG_DIR)
     except ConfigError as e:
         sys.exit(f"error: {e}")
-    from longterm.config.contract_check import (  # torch once the line is good
-        encoder_report,
-        readout_report,
-        task_report,
-    )
-    from longterm.models.build import encoder_in_features
+    from longterm.contract.encoder import encoder_report  # torch once the line is good
+    from longterm.contract.readout import readout_report
+    from longterm.contract.task import task_report
+    from longterm.tasks.inputs import encoder_in_features
 
     model = OmegaConf.to_container(cfg.model, resolve=True)
     pool = OmegaConf.to_container(cfg.pool, resolve=True)

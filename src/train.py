@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 
 import hydra
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -28,11 +29,12 @@ def main(cfg: DictConfig) -> float | None:
     from longterm.sweeps.failures import FAILURES
     from longterm.training.faults import RunError, failure_line, keep_traceback
     from longterm.training.run import train
+    from longterm.training.tensorboard import on_search_path
 
     sweep = HydraConfig.get().mode == RunMode.MULTIRUN
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
-    try:
-        return train(cfg)["best_acc"]
+    try:  # what the run needs of Hydra is handed to it: the conf files HPARAMS lists
+        return train(cfg, on_search_path(GlobalHydra.instance().config_loader()))["best_acc"]
     except RunError as e:  # the run's situation, not the code: one line (training/faults.py)
         if full:
             raise

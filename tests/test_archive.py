@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT, quick, read_json, train_py
+from helpers.paths import ROOT
+from helpers.presets import quick
+from helpers.results import read_json
+from helpers.runs import train_py
 
 from longterm.analysis.collect import collect
 from longterm.analysis.runs import load_runs
@@ -204,9 +207,9 @@ def test_the_table_in_results_md_is_the_generated_one():
 def test_a_run_recorded_before_the_subpackages_is_evaluated_with_today_s_classes(tmp_path):
     """A run directory made before the package's subpackages (a user's outputs/) records the
     old import paths of its data module, readout, logger and callbacks (`_target_`), and its
-    readout's class under `_target_`: store/recorded.py maps them, so it is still evaluated."""
+    readout's class under `_target_`: store/upgrade.py maps them, so it is still evaluated."""
     from longterm.analysis.evaluate import accuracy_by_batch
-    from longterm.store.recorded import MOVED
+    from longterm.store.upgrade import MOVED
 
     sweep = ROOT / "runs/variable_length_100"
     archived = sweep / "addition-mean-var50-10000-lr1e-3-s1,trainer.max_epochs=100"

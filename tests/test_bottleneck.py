@@ -3,8 +3,9 @@
 import pandas as pd
 import pytest
 
-from longterm.experiments import bottleneck
-from longterm.experiments.bottleneck import OUT, measure, predicted_recall
+from longterm.experiments.bottleneck import page
+from longterm.experiments.bottleneck.measure import measure, predicted_recall
+from longterm.experiments.bottleneck.page import OUT
 
 TRIALS = 600  # standard error of a rate p: sqrt(p(1-p)/600) <= 0.021
 
@@ -57,12 +58,12 @@ def test_false_alarm_rate_is_the_gaussian_tail_for_the_state(df):
 
 
 def test_command_writes_table_csv_and_plot(tmp_path):
-    bottleneck.main(["--trials", "50", "--seed", "3", "--unseen", "50", "--out", str(tmp_path)])
+    page.main(["--trials", "50", "--seed", "3", "--unseen", "50", "--out", str(tmp_path)])
     table = pd.read_csv(tmp_path / "recall.csv")
     assert len(table) == 6 * 40 and set(table.memory) == {"state", "attention"}
     text = (tmp_path / "README.md").read_text()
     assert "50 trials per memory, seed 3" in text
-    assert "python -m longterm.experiments.bottleneck --trials 50 --seed 3" in text
+    assert "python -m longterm.experiments.bottleneck.page --trials 50 --seed 3" in text
     assert (tmp_path / "recall.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import ROOT
+from helpers.paths import ROOT
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from pytorch_lightning.callbacks import ModelCheckpoint

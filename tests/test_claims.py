@@ -1,16 +1,16 @@
-"""The claims report (longterm.analysis.claims): its verdict rule (analysis/claim_verdicts.py) on
+"""The claims report (longterm.experiments.claims.page): its verdict rule (claims/verdicts.py) on
 made-up numbers, and the report from a tiny real sweep of the claims experiment (one update a
 run)."""
 
 import math
 
 import pytest
-from conftest import CONF, train_py
+from helpers.paths import CONF
+from helpers.runs import train_py
 
-from longterm.analysis.claim_verdicts import Comparison, Stats, combine, compare
-from longterm.analysis.claims import FEEDBACK, TRANSFORMER, load, main
 from longterm.config.command_line import check
-from longterm.experiments.claim_runs import (
+from longterm.experiments.claims.page import FEEDBACK, TRANSFORMER, load, main
+from longterm.experiments.claims.runs import (
     BITS_PER_PARAMETER,
     KNOWLEDGE,
     KNOWLEDGE_MODELS,
@@ -20,6 +20,7 @@ from longterm.experiments.claim_runs import (
     knowledge_vocab,
     shared_parameters,
 )
+from longterm.experiments.claims.verdicts import Comparison, Stats, combine, compare
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
 from longterm.training.parts import build_model
 
@@ -118,7 +119,7 @@ def test_the_report_from_a_tiny_sweep(tmp_path):
     assert "no runs of transformer L=2" in knowledge
     assert "neither all_attention N=64 L=2 nor all_attention N=0 L=2 is above chance" in text
     assert "model=all_attention model.n_persistent=0,64 seed=1 task=fixed_knowledge" in text
-    assert f"python -m longterm.analysis.claims {tmp_path} --out {out}" in text
+    assert f"python -m longterm.experiments.claims.page {tmp_path} --out {out}" in text
     assert "- commits: " in text and "- machine: " in text
 
 
@@ -140,7 +141,7 @@ def test_a_seed_run_at_several_learning_rates_counts_at_its_best():
     its best validation accuracy, a rate run twice with its latest run; every rate is listed."""
     import pandas as pd
 
-    from longterm.analysis.claim_verdicts import stats as seed_stats
+    from longterm.experiments.claims.verdicts import stats as seed_stats
 
     def run(seed: int, lr: float, best: float, finished: str) -> dict:
         return {"task": "induction_heads", "name": "transformer L=2", "seed": seed, "lr": lr} | {

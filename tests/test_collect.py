@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FOUR_STEPS, forked, quick, read_json, sweep_results, train_py
+from helpers.presets import FOUR_STEPS, quick
+from helpers.results import read_json, sweep_results
+from helpers.runs import forked, train_py
 from omegaconf import OmegaConf
 
 from longterm.analysis import provenance
@@ -17,7 +19,7 @@ from longterm.analysis.evaluate import accuracy_by_batch
 from longterm.analysis.events import curve
 from longterm.analysis.provenance import distinct, launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
-from longterm.analysis.table1 import best_over_lrs, cell_text, summarise
+from longterm.analysis.seeds import best_over_lrs, cell_text, summarise
 from longterm.analysis.variable_length import by_length_markdown, variable_length
 from longterm.experiments import lr_race
 from longterm.store.continue_run import continue_run

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import read_json, train_py
+from helpers.results import read_json
+from helpers.runs import train_py
 
 from longterm.analysis.collect import COLLECTED, main
 

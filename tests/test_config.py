@@ -1,7 +1,8 @@
 """The schema on the project's real configs (conf/), composed as Hydra composes them."""
 
 import pytest
-from conftest import CONF, composed
+from helpers.configs import composed
+from helpers.paths import CONF
 from omegaconf import OmegaConf
 
 from longterm.config.validate import ConfigError, validate

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers.paths import ROOT
 
 PACKAGE = ROOT / "src" / "longterm"
 PAGES = sorted(

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONF, ROOT, forked
+from helpers.paths import CONF, ROOT
+from helpers.runs import forked
 from omegaconf import OmegaConf
 
-from longterm.analysis.every_memory import CPU_T0S, MEMORIES, SWEEP_ROOT, main
-from longterm.analysis.every_memory_rule import PLAIN_LOOP, plain_loop, qualified, rises
 from longterm.config.command_line import check
 from longterm.experiments import command_queue, lr_race
-from longterm.experiments.every_memory_runs import LRS, SETTING, plan
-from longterm.experiments.every_memory_runs import main as main_runs
+from longterm.experiments.every_memory.page import CPU_T0S, MEMORIES, SWEEP_ROOT, main
+from longterm.experiments.every_memory.rule import PLAIN_LOOP, plain_loop, qualified, rises
+from longterm.experiments.every_memory.runs import LRS, SETTING, plan
+from longterm.experiments.every_memory.runs import main as main_runs
 from longterm.store.archive import put
 
 TASKS = ("addition", "multiplication")

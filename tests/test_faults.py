@@ -14,15 +14,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, QUICK, composed, quick, read_json, run_once, train_py
+from helpers.configs import composed
+from helpers.paths import CONF
+from helpers.presets import QUICK, quick
+from helpers.results import read_json
+from helpers.runs import run_once, train_py
 
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
-from longterm.config.run_dirs import job_run_dir
+from longterm.config.run_settings import job_run_dir
 from longterm.config.validate import ConfigError
 from longterm.store.archive import main as archive_main
 from longterm.store.archive import put
-from longterm.store.checkpoints import relocate
+from longterm.store.checkpoint_files import relocate
 from longterm.store.continue_run import main as continue_main
 from longterm.store.run_dir import claim
 from longterm.sweeps.multirun import job_rows
@@ -384,7 +388,7 @@ def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, ref
 def test_ctrl_c_in_a_run_says_interrupted_in_one_line(tmp_path):
     """Lightning ends a run on Ctrl-C with sys.exit(1) after its KeyboardInterrupt: recorded as
     interrupted, and the process says so in one line, as on SIGTERM."""
-    from longterm.training.record import record_failure
+    from longterm.training.result import record_failure
 
     result = {"run_dir": str(tmp_path), "status": "failed"}
     try:
@@ -394,6 +398,6 @@ def test_ctrl_c_in_a_run_says_interrupted_in_one_line(tmp_path):
             sys.exit(1)  # what Lightning's _call_and_handle_interrupt does
     except SystemExit as lightning_exit:
         with pytest.raises(SystemExit) as said:
-            record_failure(result, False, {}, lightning_exit, 1.0)
+            record_failure(result, {}, lightning_exit, 1.0, ended=lambda _: None)
     assert said.value.code == f"interrupted: {tmp_path / 'result.json'}"
     assert read_json(tmp_path / "result.json")["status"] == "interrupted"

@@ -1,10 +1,10 @@
-"""The causal FFT convolution of S4D and Hyena (models/fft_conv.py): the transform length, the
-convolution against its sum, and the written-out backward pass against autograd's gradients."""
+"""The causal FFT convolution of S4D and Hyena (models/kernels/fft_conv.py): the transform length,
+the convolution against its sum, and the written-out backward pass against autograd's gradients."""
 
 import pytest
 import torch
 
-from longterm.models.fft_conv import causal_fft_conv, fft_length
+from longterm.models.kernels.fft_conv import causal_fft_conv, fft_length
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # small tensors (conftest.py)
 

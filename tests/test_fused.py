@@ -7,13 +7,15 @@ from functools import cache
 
 import pytest
 import torch
-from conftest import QUICK, multirun
+from helpers.presets import QUICK
+from helpers.runs import multirun
 
 from longterm.analysis.events import curve
 from longterm.config.builtins import encoder_of
 from longterm.models import feedforward as feedforward_module
-from longterm.models import fused_cpu, sequence_model
+from longterm.models import sequence_model
 from longterm.models.fused import encode_pool
+from longterm.models.kernels import fused_cpu
 from longterm.models.readouts import AttentionPooling, MeanPooling
 
 # (backend, chunk): the compiled kernels; PyTorch ops in chunks of 5 steps (several chunks, as

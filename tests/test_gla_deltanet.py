@@ -1,16 +1,16 @@
 """Gated linear attention (models/gla.py) and DeltaNet (models/deltanet.py): their recurrences
 against flash-linear-attention's step-by-step references, the chunked and step forms and the CPU
-kernels (models/linear_attention_cpu.cpp) against each other, the state size, causality, RetNet's
-retention as GLA's fixed decay, the short convolutions on q, k and v (models/short_conv.py) as
-fla's layers have them, the keys checked before training, and the ops per update on an
-accelerator."""
+kernels (models/kernels/linear_attention_cpu.cpp) against each other, the state size, causality,
+RetNet's retention as GLA's fixed decay, the short convolutions on q, k and v
+(models/short_conv.py) as fla's layers have them, the keys checked before training, and the ops
+per update on an accelerator."""
 
 import math
 
 import numpy as np
 import pytest
 import torch
-from conftest import CONF, SHARED
+from helpers.paths import CONF, SHARED
 from test_ops import ops
 from torch import nn
 from torch.nn import functional as F
@@ -18,10 +18,10 @@ from torch.profiler import ProfilerActivity, profile
 
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
-from longterm.models.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
 from longterm.models.deltanet import DeltaNet, delta_chunked, delta_step
 from longterm.models.gla import SUB, GatedLinearAttention, gla_chunked, gla_step
-from longterm.models.linear_attention_cpu import delta_kernel, gla_kernel, kernel_runs
+from longterm.models.kernels.chunks import ACCEL_CHUNKS, CHUNK, chunk_plan, fixed_plan
+from longterm.models.kernels.linear_attention_cpu import delta_kernel, gla_kernel, kernel_runs
 from longterm.models.short_conv import ShortConvolution
 from longterm.models.state import run_steps, state_numbers
 from longterm.tasks import default_width

@@ -6,7 +6,8 @@ import copy
 
 import pytest
 import torch
-from conftest import CONF, composed
+from helpers.configs import composed
+from helpers.paths import CONF
 
 from longterm.config.builtins import generator_of
 from longterm.models import fused
@@ -94,7 +95,8 @@ def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
     """launcher=packed on CUDA stacks the members (longterm.sweeps.stacked): four runs, a diverging
     learning rate among them, end as the same runs alone on the CPU do, within the stacked path's
     bounds (tests/test_packed.py)."""
-    from conftest import QUICK, train_py
+    from helpers.presets import QUICK
+    from helpers.runs import train_py
     from test_packed import assert_close_runs
 
     # On an accelerator the divergence check reads the device every log_every_n_steps updates
@@ -117,7 +119,7 @@ def test_a_packed_sweep_stacks_its_members_on_the_gpu(tmp_path):
 def test_a_token_run_scores_its_eval_lengths_on_the_gpu(tmp_path):
     """mqar on CUDA, then eval.lengths scored where it trained: the memory estimate probes the
     trained model on its device, and the batches are split by the GPU's free memory."""
-    from conftest import read_json
+    from helpers.results import read_json
     from test_token_inputs import TOKEN_RUN
 
     from longterm.training.run import train

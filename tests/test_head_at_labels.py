@@ -6,7 +6,8 @@ unchanged."""
 
 import pytest
 import torch
-from conftest import TINY, composed, quick
+from helpers.configs import composed
+from helpers.presets import TINY, quick
 
 from longterm.tasks import NO_TARGET
 from longterm.training.batches import FixedLengthBatches, batch_rng

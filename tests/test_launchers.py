@@ -5,18 +5,9 @@ import os
 import signal
 
 import pytest
-from conftest import (
-    LONGER,
-    QUICK,
-    TWO_THRESHOLDS,
-    metrics,
-    quick,
-    read_json,
-    start,
-    sweep_results,
-    train_py,
-    wait_for,
-)
+from helpers.presets import LONGER, QUICK, TWO_THRESHOLDS, quick
+from helpers.results import metrics, read_json, sweep_results
+from helpers.runs import start, train_py, wait_for
 
 from hydra_plugins.longterm_launcher.parallel_launcher import budget, with_budget
 from longterm.experiments import lr_race
@@ -54,7 +45,7 @@ def test_a_parallel_sweep_is_the_local_sweep_run_side_by_side(two_runs, tmp_path
     beside them (T0=5000000): the same job directories with the same metrics and files, each
     job's config with its resolved budget, each job's verdict line on the terminal; the jobs too
     large stop in one line each in their worker processes, and the sweep ends with its table and
-    exits 1, as under launcher=local (tests/test_memory.py)."""
+    exits 1, as under launcher=local (tests/test_memory_estimate.py)."""
     args = ("-m", "launcher=parallel", "T0=5000000,50", *QUICK, TWO_THRESHOLDS)
     out = train_py(*args, f"hydra.sweep.dir={tmp_path}")
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr

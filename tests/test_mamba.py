@@ -1,25 +1,26 @@
-"""Mamba (models/mamba.py) and its selective scan (models/selective_scan.py): the readable scan,
-the parallel form and the compiled CPU kernel against mamba-ssm's reference outputs and each other,
-the kernel's gradients, the two forms of the model, its state size, causality, and ops per update
-on an accelerator."""
+"""Mamba (models/mamba.py) and its selective scan (models/kernels/selective_scan.py): the readable
+scan, the parallel form and the compiled CPU kernel against mamba-ssm's reference outputs and each
+other, the kernel's gradients, the two forms of the model, its state size, causality, and ops per
+update on an accelerator."""
 
 import numpy as np
 import pytest
 import torch
-from conftest import SHARED, composed
+from helpers.configs import composed
+from helpers.paths import SHARED
 from test_ops import ops
 
 from longterm.choices import IMPLS
 from longterm.config.validate import ConfigError, validate
-from longterm.models import selective_scan_cpu
-from longterm.models.mamba import Mamba
-from longterm.models.selective_scan import (
+from longterm.models.kernels import selective_scan_cpu
+from longterm.models.kernels.selective_scan import (
     KernelScan,
     chunked_scan,
     plan,
     scan_kernel,
     scan_steps,
 )
+from longterm.models.mamba import Mamba
 from longterm.models.state import run_steps, state_numbers
 from longterm.training.parts import build_model
 

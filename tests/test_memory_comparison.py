@@ -5,12 +5,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONF, quick, train_py
+from helpers.paths import CONF
+from helpers.presets import quick
+from helpers.runs import train_py
 
 from longterm.analysis.arch_runs import load
-from longterm.analysis.memory_comparison import COMMANDS, described, main
 from longterm.config.command_line import check
 from longterm.config.validate import ConfigError
+from longterm.experiments.memory_comparison.page import COMMANDS, described, main
 from longterm.tasks import default_width
 
 
@@ -59,10 +61,8 @@ def test_tables_from_a_small_comparison(tmp_path: Path):
         assert re.search(cells, detail)
     assert (runs.n_params[runs.arch == "all_attention N=64"] > runs.n_params.min()).all()
     assert "4 runs" in text and re.search(r"Chance .*: temporal_order \d+\.\d%", text)
-    assert (
-        f"python -m longterm.analysis.memory_comparison {tmp_path} --out {tmp_path / 'table.md'}"
-        in text
-    )
+    page = "longterm.experiments.memory_comparison.page"
+    assert f"python -m {page} {tmp_path} --out {tmp_path / 'table.md'}" in text
 
 
 def test_the_header_says_what_the_runs_given_were():

@@ -3,7 +3,7 @@ picks how the paper's model runs on each device (models/fused.py: plan)."""
 
 import pytest
 import torch
-from conftest import composed
+from helpers.configs import composed
 
 from longterm.models.fused import CHUNK_BYTES, plan
 from longterm.models.ops import meta_batch, update_ops

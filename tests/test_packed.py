@@ -10,7 +10,10 @@ import signal
 
 import pytest
 import torch
-from conftest import QUICK, composed, metrics, quick, read_json, start, train_py, wait_for
+from helpers.configs import composed
+from helpers.presets import QUICK, quick
+from helpers.results import metrics, read_json
+from helpers.runs import start, train_py, wait_for
 
 from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
 from longterm.analysis.events import scalars

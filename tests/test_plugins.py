@@ -9,28 +9,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import (
-    CONF,
-    PLUGINS,
-    TINY,
-    composed,
-    conf_names,
-    contract_py,
-    in_lab,
-    read_json,
-    sweep_results,
-    train_py,
-)
+from helpers.configs import composed, conf_names
+from helpers.paths import CONF, PLUGINS
+from helpers.presets import TINY
+from helpers.results import read_json, sweep_results
+from helpers.runs import contract_py, in_lab, train_py
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.config.command_line import check
-from longterm.config.contract_check import encoder_report, task_report
-from longterm.config.run_dirs import run_params
 from longterm.config.run_names import short_name
+from longterm.config.run_settings import run_params
 from longterm.config.validate import ConfigError
-from longterm.training.hparams_records import records
+from longterm.contract.encoder import encoder_report
+from longterm.contract.task import task_report
 from longterm.training.parts import build_model
+from longterm.training.tensorboard import records
 
 
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):
@@ -87,7 +81,7 @@ def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_n
     command = f"PYTHONPATH={lab} python src/train.py -m --config-dir {lab / 'mylab' / 'conf'} "
     assert f"    {command}model=gru,feedforward " in (collected / "sweeps.md").read_text()
     table = subprocess.run(
-        [sys.executable, "-m", "longterm.analysis.memory_comparison", str(sweep)],
+        [sys.executable, "-m", "longterm.experiments.memory_comparison.page", str(sweep)],
         cwd=lab,
         capture_output=True,
         text=True,
@@ -286,7 +280,7 @@ def test_every_built_in_model_keeps_the_encoder_contract(name):
     keys = model_keys(name)
     report = encoder_report(keys.pop("encoder"), 3, keys.pop("dim"), keys)
     assert report.ok, str(report)
-    assert len(report.checks) == 9  # 7, then the step form's two (config/step_form_check.py)
+    assert len(report.checks) == 9  # 7, then the step form's two (contract/step_form.py)
 
 
 @pytest.mark.parametrize("name", conf_names("task"))

@@ -2,7 +2,7 @@
 run directory held by a live process."""
 
 import pytest
-from conftest import sweep_results
+from helpers.results import sweep_results
 
 from longterm.analysis.progress import held, main, progress
 from longterm.store.records import read_result, write_result

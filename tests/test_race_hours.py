@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers.paths import ROOT
 
 GLA = ROOT / "runs" / "every_memory" / "gla"
 RECALL = ROOT / "runs" / "recall" / "gla_d64_T64"
@@ -19,7 +19,7 @@ LRS, LIMIT = (0.003, 0.001), 5
 
 
 def race(T0: int, seeds: str) -> str:
-    """every_memory's race of gla at `T0` (its planner's command, every_memory_runs)."""
+    """every_memory's race of gla at `T0` (its planner's command, every_memory.runs)."""
     return (
         f"python -m longterm.experiments.lr_race --sweep-dir every_memory/gla --T0 {T0} --seeds "
         f"{seeds} --tasks addition multiplication --pools last --lrs 0.003 0.001 "

@@ -10,26 +10,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import (
-    CONF,
-    PLUGINS,
-    TINY,
-    conf_names,
-    contract_py,
-    in_lab,
-    sweep_results,
-    train_py,
-)
+from helpers.configs import conf_names
+from helpers.paths import CONF, PLUGINS
+from helpers.presets import TINY
+from helpers.results import sweep_results
+from helpers.runs import contract_py, in_lab, train_py
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.config.command_line import check, composed
-from longterm.config.contract_check import readout_report
 from longterm.config.validate import ConfigError
+from longterm.contract.readout import readout_report
 from longterm.models.sequence import SequenceModel
 from longterm.sweeps.pack import packable
-from longterm.training.hparams_records import records
 from longterm.training.parts import build_model
+from longterm.training.tensorboard import records
 
 # nn.GRU's weights and biases, the gate (w, b) and the head; the feed-forward layer instead
 GRU_GATED, FEEDFORWARD_GATED = 3 * 100 * (2 + 100 + 2) + 101 + 10_201, 300 + 101 + 10_201

@@ -6,10 +6,11 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SHARED, composed
+from helpers.configs import composed
+from helpers.paths import SHARED
 from omegaconf import OmegaConf
 
-from longterm.config.contract_check import task_report
+from longterm.contract.task import task_report
 from longterm.tasks import NO_TARGET, default_width, induction_heads, mqar, selective_copying
 
 ZOOLOGY = SHARED / "fixtures" / "mqar_zoology_reference.npz"
@@ -111,7 +112,7 @@ def test_induction_heads_layout_and_target():
     + [("induction_heads", "last", 1 / 15)],
 )
 def test_each_task_passes_its_contract_at_its_chance(task, pool, chance):
-    """The conf file's section against its generator (config/contract_check.py: task_report),
+    """The conf file's section against its generator (contract/task.py: task_report),
     and the best constant answer near the task's chance level (docs/tasks.md); mqar at a
     vocabulary of 512, which draws faster than its 8192."""
     vocab = ["task.params.vocab=512"] if task == "mqar" else []

@@ -11,15 +11,19 @@ import math
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import CONF, composed, metrics, quick, read_json, train_py
+from helpers.configs import composed
+from helpers.paths import CONF
+from helpers.presets import quick
+from helpers.results import metrics, read_json
+from helpers.runs import train_py
 from test_packed import assert_same_runs, job_dirs
 
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
-from longterm.config.run_dirs import RECIPE, other_settings, run_params
+from longterm.config.run_settings import RECIPE, other_settings, run_params
 from longterm.config.validate import ConfigError
 from longterm.store.continue_run import ContinueError, continue_run
-from longterm.store.recorded import ADDED_SETTINGS
+from longterm.store.upgrade import ADDED_SETTINGS
 from longterm.training.parts import build_model
 from longterm.training.recipes import Recipe
 from longterm.training.run import train

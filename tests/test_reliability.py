@@ -12,28 +12,18 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import (
-    LONGER,
-    PLUGINS,
-    QUICK,
-    composed,
-    metrics,
-    multirun,
-    quick,
-    read_json,
-    run_once,
-    start,
-    sweep_results,
-    train_py,
-    wait_for_file,
-)
+from helpers.configs import composed
+from helpers.paths import PLUGINS
+from helpers.presets import LONGER, QUICK, quick
+from helpers.results import metrics, read_json, sweep_results
+from helpers.runs import multirun, run_once, start, train_py, wait_for_file
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
 from longterm.analysis.events import scalars
 from longterm.store.continue_run import ContinueError, continue_run
 from longterm.store.run_dir import EVENTS
-from longterm.training.hparams_records import records
+from longterm.training.tensorboard import records
 
 
 def sessions(run_dir: Path) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import torch
-from conftest import composed
+from helpers.configs import composed
 
 from longterm.models.hyena import Hyena, ImplicitFilter
 from longterm.models.ops import meta_batch, update_ops

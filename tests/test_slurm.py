@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import CONF, QUICK, ROOT, metrics, quick, read_json, run_command, train_py
+from helpers.paths import CONF, ROOT
+from helpers.presets import QUICK, quick
+from helpers.results import metrics, read_json
+from helpers.runs import run_command, train_py
 
 from longterm.config.command_line import check
 from longterm.store.records import FINAL_STATUSES
@@ -286,8 +289,8 @@ def test_an_experiments_race_runs_on_the_cluster(cluster, tmp_path):
     cluster, docs/slurm.md), cut to a few updates: the leader's stage and then the rivals' go to
     SLURM as jobs, every run ends final, the rivals run no further than the race allows, and the
     page reads the race."""
-    from longterm.analysis.every_memory import main as every_memory_page
-    from longterm.experiments.every_memory_runs import LRS, race_command
+    from longterm.experiments.every_memory.page import main as every_memory_page
+    from longterm.experiments.every_memory.runs import LRS, race_command
 
     sweep_dir = tmp_path / "every_memory" / "transformer"
     argv = shlex.split(race_command("transformer", 50, (1,), launcher="slurm"))[1:]

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from conftest import CONF
+from helpers.paths import CONF
 
 from longterm.config.builtins import generator_of
 from longterm.plugins.resolve import PluginError, generator

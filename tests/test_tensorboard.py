@@ -7,8 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FOUR_STEPS, ROOT, composed, conf_names, quick, read_json, train_py
 from google.protobuf import struct_pb2
+from helpers.configs import composed, conf_names
+from helpers.paths import ROOT
+from helpers.presets import FOUR_STEPS, quick
+from helpers.results import read_json
+from helpers.runs import train_py
 from omegaconf import OmegaConf, open_dict
 from tensorboard import context
 from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
@@ -25,7 +29,7 @@ from tensorboard.plugins.hparams import (
 from longterm.analysis.events import scalars
 from longterm.choices import COMMON_MODEL_KEYS, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
 from longterm.config import run_names
-from longterm.training.hparams_records import (
+from longterm.training.tensorboard import (
     FILE_VERSION,
     SCHEMA,
     close_session,
@@ -74,7 +78,7 @@ TASK_KEYS += ["kv_pairs", "power_a", "random_non_queries", "data_tokens"]
 # The built-in models' own keys (conf/model/*.yaml), columns of every run's table.
 MODEL_OWN = own_model_keys()  # key -> a value of it, from the conf files
 MODEL_KEYS = sorted(MODEL_OWN)
-# shown as text (hparams_records.kind_of): `norm`, `decay`, `a_init`; `kernels`, a list
+# shown as text (tensorboard.kind_of): `norm`, `decay`, `a_init`; `kernels`, a list
 FREE_TEXT = {k for k, v in MODEL_OWN.items() if isinstance(v, str | list)}
 ALL_STATUSES = [
     api_pb2.STATUS_UNKNOWN,
@@ -129,7 +133,7 @@ def test_the_table_opens_on_the_columns_that_matter(board):
         + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
         + ["head", "stop_at", "stop_strict"]  # model.head, the stop rule
         + TASK_KEYS
-        + ["n_params", "state_size"]  # measured on the model (hparams_records.MEASURED)
+        + ["n_params", "state_size"]  # measured on the model (tensorboard.MEASURED)
         + MODEL_KEYS
     )
 
@@ -258,7 +262,7 @@ def test_a_sweep_named_the_old_way_keeps_its_directories(tmp_path):
 
 
 def test_the_schema_holds_every_key_a_run_can_have():
-    from longterm.config.run_dirs import run_params
+    from longterm.config.run_settings import run_params
 
     configs = (
         [],
@@ -274,7 +278,7 @@ def test_the_schema_holds_every_key_a_run_can_have():
 
 def test_a_model_s_own_keys_are_among_the_run_s_parameters():
     """An encoder's own keys (the transformer's) by their names, as the task's are."""
-    from longterm.config.run_dirs import run_params
+    from longterm.config.run_settings import run_params
 
     params = run_params(composed("arch=transformer", "model.layers=3"))
     own = {k: params[k] for k in ("heads", "layers", "attn_span", "d_ff", "norm")}

@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 
 import pytorch_lightning as L
-from conftest import ROOT, TINY, composed, quick, train_py
+from helpers.configs import composed
+from helpers.paths import ROOT
+from helpers.presets import TINY, quick
+from helpers.runs import train_py
 
 from longterm.training.parts import build_model, instantiate_named
 from longterm.training.quiet import quiet_libraries

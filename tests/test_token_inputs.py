@@ -5,7 +5,11 @@ short real run of a recurrent and the feed-forward model, and the accuracy at ot
 
 import pytest
 import torch
-from conftest import CONF, TINY, composed, multirun, quick, read_json
+from helpers.configs import composed
+from helpers.paths import CONF
+from helpers.presets import TINY, quick
+from helpers.results import read_json
+from helpers.runs import multirun
 from omegaconf import OmegaConf
 
 from longterm.analysis.length_extrapolation import length_markdown, length_table

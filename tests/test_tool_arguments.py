@@ -7,15 +7,11 @@ from pathlib import Path
 import pytest
 
 from longterm.analysis import state_sizes
-from longterm.experiments import (
-    bottleneck,
-    claim_runs,
-    command_queue,
-    every_memory_runs,
-    lr_race,
-    race_hours,
-    recall_runs,
-)
+from longterm.experiments import command_queue, lr_race, race_hours
+from longterm.experiments.bottleneck import page as bottleneck
+from longterm.experiments.claims import runs as claim_runs
+from longterm.experiments.every_memory import runs as every_memory_runs
+from longterm.experiments.recall import runs as recall_runs
 
 RACE = ["--sweep-dir", "race", "--T0", "50", "--tasks", "addition", "--pools", "last"]
 OUT = ["--out", "measured"]  # where a bottleneck measure that ran would write, not docs/

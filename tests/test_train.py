@@ -3,7 +3,9 @@
 import os
 
 import pytest
-from conftest import QUICK, quick, read_json, sweep_results, train_py
+from helpers.presets import QUICK, quick
+from helpers.results import read_json, sweep_results
+from helpers.runs import train_py
 
 from longterm.analysis.events import hparams_session, scalars
 
@@ -149,7 +151,7 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
 def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):
     """A bad command line ends at start-up: one line on stderr that begins with the key (or the
     override) and its value, nothing on stdout, a non-zero exit, and no run or sweep directory.
-    test_preflight.py runs the other bad command lines through the same check in-process."""
+    test_command_line.py runs the other bad command lines through the same check in-process."""
     run, sweep = tmp_path / "run", tmp_path / "sweep"
     out = train_py(*args, f"hydra.run.dir={run}", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
     assert out.returncode != 0

@@ -3,7 +3,10 @@
 import math
 
 import pytest
-from conftest import TINY, conf_names, multirun, quick, read_json, train_py
+from helpers.configs import conf_names
+from helpers.presets import TINY, quick
+from helpers.results import read_json
+from helpers.runs import multirun, train_py
 
 TASKS = conf_names("task", labels="sequence")
 

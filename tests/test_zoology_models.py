@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import SHARED, composed
+from helpers.configs import composed
+from helpers.paths import SHARED
 
 from longterm.choices import head_error
 from longterm.config.validate import ConfigError, validate

@@ -32,7 +32,7 @@ DATA = ("fixed", "variable")  # data.name (conf/data/*.yaml)
 # model.init: the paper's N(0, 1/fan_in), PyTorch's default, zoology's N(0, 0.02^2)
 INITS = ("paper", "torch", "zoology")
 NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
-# model.impl (built_impl; the plans of models/fused.py and models/selective_scan.py)
+# model.impl (built_impl; the plans of models/fused.py and models/kernels/selective_scan.py)
 IMPLS = ("auto", "reference", "fused")
 ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerator
 # The training recipe (conf/train.yaml: optim; training/recipes.py): the optimizer, and the
@@ -138,5 +138,5 @@ def head_error(head: str, inputs: str, n_outputs: int, vocab: int | None) -> str
 
 
 # §2.2: a regression target counts as correct when |y_hat - y| < TOLERANCE (training/metrics.py;
-# the contract check's chance level, config/contract_check.py).
+# the contract check's chance level, contract/task.py).
 TOLERANCE = 0.04

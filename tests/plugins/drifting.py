@@ -1,6 +1,6 @@
-"""Encoders whose step form breaks its contract, for the contract's tests (tests/test_two_forms.py):
-one whose steps drift from its training form (a count off by one), one that carries more than it
-declares."""
+"""Encoders whose step form breaks its contract, for the contract's tests
+(tests/test_step_forms.py): one whose steps drift from its training form (a count off by one), one
+that carries more than it declares."""
 
 import torch
 from torch import Tensor, nn

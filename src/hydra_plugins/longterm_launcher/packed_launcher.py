@@ -146,10 +146,11 @@ def run_pack(
     # torch and Lightning load in the process that trains
     from longterm.sweeps.pack import fault, train_pack
     from longterm.training.faults import RunError
+    from longterm.training.tensorboard import on_search_path
 
     errors = []
-    try:
-        outcomes = train_pack(cfgs)
+    try:  # what the runs need of Hydra is handed to them: the conf files HPARAMS lists
+        outcomes = train_pack(cfgs, on_search_path(hydra_context.config_loader))
     except Exception as e:  # a fault of the code before or around training: every member stops
         outcomes = fault(e, [Path(cfg.run_dir) for cfg in cfgs])
     finally:

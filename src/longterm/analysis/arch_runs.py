@@ -1,5 +1,6 @@
 """The runs under sweep directories as one table, a row per result.json, each named by its
-architecture: what the table generators order_battery.py and memory_comparison.py read, with the
+architecture: what the table generators of experiments/order_battery and
+experiments/memory_comparison read (and the every-memory page its memories' names), with the
 parts of their prose they share (the setting of the runs, the commands, the command line)."""
 
 from collections.abc import Callable

@@ -22,9 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from longterm.analysis.variable_length import variable_length_runs
 from longterm.plugins.resolve import readout_class
-from longterm.store.checkpoints import load_checkpoint
-from longterm.store.recorded import recorded_config
+from longterm.store.checkpoint_files import load_checkpoint
 from longterm.store.run_dir import CHECKPOINTS
+from longterm.store.upgrade import recorded_config
 from longterm.tasks import NO_TARGET
 from longterm.tasks.algorithmic import replay
 from longterm.training.module import MemoryTaskModule

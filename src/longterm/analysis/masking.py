@@ -3,7 +3,8 @@ learning rates and seeds."""
 
 import pandas as pd
 
-from longterm.analysis.table1 import CELL, cell_text, per_seed, summarise
+from longterm.analysis.seeds import cell_text, per_seed, summarise
+from longterm.analysis.table1 import CELL
 
 
 def masking(runs: pd.DataFrame) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """The command line every page generator shares: directories of runs in, one Markdown page out
-(or printed), e.g. `python -m longterm.analysis.recall runs/recall --out docs/recall.md`."""
+(or printed), e.g. `python -m longterm.experiments.recall.page runs/recall --out docs/recall.md`."""
 
 import argparse
 import sys

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from longterm.analysis import published
-from longterm.analysis.table1 import protocol_note
+from longterm.analysis.seeds import protocol_note
 from longterm.analysis.variable_length import note, variable_length_runs
 
 PLATEAU = 0.5  # a run has found the markers once its validation accuracy reaches this

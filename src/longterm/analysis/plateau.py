@@ -9,7 +9,9 @@ the claims page compares seed ranges, so it asks only that they not overlap), an
 rising at its cutoff (RISE: its best of the last RISE_EPOCHS validations above its best before
 them by more than TIE). Otherwise a *holds* is *inconclusive*, and a *does not hold* is *not
 reproduced within N updates* (N the updates the runs had) where a run was still rising, else
-*inconclusive*.
+*inconclusive*. A run whose best accuracy is within ABOVE_CHANCE of chance learned nothing, and a
+comparison where no model beats chance by that much tests nothing (the claims and every-memory
+pages).
 """
 
 from collections.abc import Iterable, Sequence
@@ -22,6 +24,7 @@ TIE = 0.01  # 1 point: seeds further apart disagree; a rise larger than this is 
 RISE_EPOCHS = 2  # a run's rise at its cutoff: its last two validations against those before
 EPS = 1e-9  # a difference of exactly TIE (in floating point) is within it
 HOLDS, FAILS, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
+ABOVE_CHANCE = 0.05  # a comparison where no model beats chance by this much tests nothing
 
 
 def rise(history: Sequence[float] | None, status: str = "max_epochs") -> float:

@@ -3,10 +3,10 @@
 A run directory (a Hydra job: it holds `.hydra/`) without a result.json, or with one that does
 not parse, is skipped with a warning naming it, as is a run that has not finished (interrupted,
 failed). Diverged runs are kept: they are results. Beside `n_params` stands `state_size`
-(numbers per sequence the model carries at inference, training/record.py), empty for a run
+(numbers per sequence the model carries at inference, training/result.py), empty for a run
 recorded before it was, or of a model with no step form. The training recipe's settings
 (`optim`, `weight_decay`, `schedule`, `warmup`, `clip`) are those the run recorded, or, for a run
-recorded before them, the paper's recipe it trained with (store/recorded.py).
+recorded before them, the paper's recipe it trained with (store/upgrade.py).
 """
 
 import json
@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from longterm.store.recorded import ADDED_SETTINGS, current_settings
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
+from longterm.store.upgrade import ADDED_SETTINGS, current_settings
 
 log = logging.getLogger("longterm.analysis.collect")
 

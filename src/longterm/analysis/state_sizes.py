@@ -1,6 +1,6 @@
 """The state size of every built-in encoder and readout (docs/models.md, "State size"): the
 numbers each carries per sequence at inference after T steps, as its `state_size` declares it
-(models/state.py; tests/test_two_forms.py holds each declaration to the state its step form
+(models/state.py; tests/test_step_forms.py holds each declaration to the state its step form
 carries), built from its conf file with D = `--dim`:
 
     python -m longterm.analysis.state_sizes --dim 64

@@ -4,7 +4,7 @@
 import pandas as pd
 
 from longterm.analysis import published
-from longterm.analysis.table1 import protocol_note, spread
+from longterm.analysis.seeds import protocol_note, spread
 
 
 def variable_length_runs(runs: pd.DataFrame) -> pd.DataFrame:

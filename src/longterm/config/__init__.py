@@ -1,4 +1,6 @@
 """Configuration: the schema of a run's config, its validation (one line per error, before any
-work), the command-line check that composes every job of a sweep first, Hydra's composition, the
-names of run directories, and the contract check of a model and a task. No Lightning.
+work), the command-line check that composes every job of a sweep first, Hydra's composition, what
+identifies a run and the check of its directory's settings (run_settings.py), and the names of run
+directories. No model, no torch, no Lightning: the contract check of a plugin, which runs small
+models, is contract/.
 """

@@ -32,7 +32,7 @@ from longterm.config.machine_checks import (
     check_trainer_keys,
     warn_without_accounting,
 )
-from longterm.config.run_dirs import job_run_dir, other_settings
+from longterm.config.run_settings import job_run_dir, other_settings
 from longterm.config.validate import ConfigError, validate
 from longterm.store.run_dir import RunDirError, holder, in_use
 
@@ -246,8 +246,8 @@ def job_composed(composing: Compositions, overrides: list[str]) -> DictConfig:
 
 def check_run_dir(job: DictConfig, run_dir: Path) -> None:
     """ConfigError when `run_dir` is in use by a live process (store/run_dir.py: its lock), or
-    holds a run of other settings than `job`'s (config/run_dirs.py), before Hydra writes anything
-    there."""
+    holds a run of other settings than `job`'s (config/run_settings.py), before Hydra writes
+    anything there."""
     who = holder(run_dir)
     if who is not None:
         raise ConfigError(in_use(run_dir, who))

@@ -24,7 +24,6 @@ from longterm.choices import (
     targets_error,
 )
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
-from longterm.models.build import encoder_in_features
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import (
     PluginError,
@@ -34,6 +33,7 @@ from longterm.plugins.resolve import (
     readout_class,
 )
 from longterm.tasks import NO_TARGET, default_width
+from longterm.tasks.inputs import encoder_in_features
 
 
 class ConfigError(ValueError):

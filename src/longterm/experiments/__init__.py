@@ -1,2 +1,4 @@
-"""Drivers that launch runs (the learning-rate race) or simulate without training (the
-bottleneck)."""
+"""Experiments, one folder each (its runs, page, checks and figure; the folder's docstring names
+its conf/experiment file, its page in docs/ and its commands), and the drivers they share: the
+learning-rate race (lr_race), the queue that runs the planners' commands (command_queue), the
+hours a queue has left (race_hours) and the time an update takes (update_time)."""

@@ -6,12 +6,12 @@ next command when its own ends, so that every core stays busy until the queue is
 each command costs; for a cluster `--races` of them (default RACES_AT_ONCE) run at once, since
 each only waits for its SLURM jobs.
 
-The planners (claim_runs, recall_runs, every_memory_runs) list their commands in the order they
+The planners (claims.runs, recall.runs, every_memory.runs) list their commands in the order they
 should start, and their `--run` runs them here. Commands of several planners share the cores as one
 queue when their printed lists are run together:
 
-    (python -m longterm.experiments.every_memory_runs --seeds 2 3
-     python -m longterm.experiments.recall_runs --settings 128:8) > queue.txt
+    (python -m longterm.experiments.every_memory.runs --seeds 2 3
+     python -m longterm.experiments.recall.runs --settings 128:8) > queue.txt
     python -m longterm.experiments.command_queue queue.txt      # [--races N] [--launcher slurm]
 
 (the lines starting with `#` are the planners' notes, and skipped). The commands run where this

@@ -17,7 +17,7 @@ will run (S4D's earlier runs predate its faster convolution, docs/performance_ff
 the race's sweep directory's other runs at that T0; where it has none, those of the same model,
 task, readout and batches at the nearest other T0 in the directories beside it, scaled linearly
 in T0 (every memory here costs time linear in T) and in the attention span where that differs
-(recall_runs gives the attention models a span of T0). A race with neither is listed as not
+(recall.runs gives the attention models a span of T0). A race with neither is listed as not
 estimated. The bound takes every unfinished run to the limit (a rival to its
 leader's cap where the leader has finished). Wall hours: the one-core hours over the cores, one
 command a core (command_queue), a floor where one command outlasts the rest.
@@ -39,7 +39,7 @@ from longterm.experiments.lr_race import RaceError, checked_first_job, parser, r
 from longterm.store.records import FINAL_STATUSES, total_seconds
 
 RACE = "longterm.experiments.lr_race"
-SPAN = "attn_span"  # an attention model's cost per step is linear in its span (recall_runs: T0)
+SPAN = "attn_span"  # an attention model's cost per step is linear in its span (recall.runs: T0)
 
 
 @dataclass
@@ -108,7 +108,7 @@ def epochs_left(
 def alike(config: dict[str, Any], like: dict[str, Any]) -> bool:
     """Runs whose cost per step is the race's, up to the attention span: the same model, task,
     readout and batches. A model key one of the two lacks (a run recorded before the key
-    existed) is not held against it, as in a run directory's check (config/run_dirs.py)."""
+    existed) is not held against it, as in a run directory's check (config/run_settings.py)."""
     keys = ("batch_size", "batches_per_epoch")
     model, theirs = config.get("model") or {}, like["model"]
     shared = set(model) & set(theirs) - {SPAN}

@@ -8,7 +8,7 @@ u (B, T, D):
 where conv is, by the layer's entry of `kernels`:
 - k > 0: a short causal depthwise convolution of k taps with a bias (models/short_conv.py);
 - -1: an implicit long convolution over every past step, k_t = MLP(PE(t)) per channel, then
-  (k * u)_t + u_t (zoology's fft_conv adds its input), by FFT (models/fft_conv.py), with
+  (k * u)_t + u_t (zoology's fft_conv adds its input), by FFT (models/kernels/fft_conv.py), with
       PE(t) = (t / (L - 1), cos(2π f t / L), -sin(2π f t / L)),  f = 1e-4,  t = 0..L - 1,
       MLP = Linear(3, 16) -> ReLU -> Linear(16, D),
   L = `max_positions` (zoology's l_max). PE is a parameter zoology does not train
@@ -30,7 +30,7 @@ from pydantic import PositiveInt
 from torch import Tensor, nn
 
 from longterm.models.bounded import within
-from longterm.models.fft_conv import causal_fft_conv
+from longterm.models.kernels.fft_conv import causal_fft_conv
 from longterm.models.short_conv import ShortConvolution
 from longterm.models.stack import MixerStack
 

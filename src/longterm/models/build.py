@@ -6,7 +6,8 @@ path, the readout over time its pool's conf file names (conf/pool/*.yaml) and th
 
 A task with token inputs (`inputs: tokens`, `vocab`) gives x (B, T) int64 ids: an
 nn.Embedding(vocab, dim) comes first (PyTorch's N(0, 1) initialisation; N(0, 0.02^2) with
-`init: zoology`), and the encoder reads its D features per step (`encoder_in_features`).
+`init: zoology`), and the encoder reads its D features per step (tasks/inputs.py:
+`encoder_in_features`).
 
 The built-in encoders come in the way a user's does (longterm.plugins.resolve): `encoder` is an
 import path (or the class), its own keys are the model section's other keys (attention models:
@@ -16,7 +17,6 @@ to the head, the token embedding and, where the encoder takes it, to its input p
 models: to all their layers); recurrent and attention layers keep PyTorch's initialisation.
 """
 
-from collections.abc import Mapping
 from typing import Any
 
 from torch import nn
@@ -34,12 +34,6 @@ from longterm.models.init import init_embedding_
 from longterm.models.sequence import SequenceModel
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import class_path, encoder_class, readout_class
-
-
-def encoder_in_features(task: Mapping[str, Any], dim: int) -> int:
-    """The features per step the encoder reads for a task section: its one-hot `n_features`, or
-    with token inputs the embedding's width, the model's `dim`."""
-    return dim if task.get("inputs", "onehot") == "tokens" else task["n_features"]
 
 
 def build_encoder(path: str | type, in_features: int, dim: int, **keys: Any) -> nn.Module:

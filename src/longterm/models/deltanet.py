@@ -26,9 +26,9 @@ that runs made before it keep their meaning) adds its short convolutions after t
 each Conv a causal depthwise convolution of `conv_size` taps without bias (models/short_conv.py),
 as fla/layers/delta_net.py (ShortConvolution, conv_bias=False, activation='silu'); beta reads u.
 
-The chunked form (§3, the WY representation / UT transform), chunks of C steps (models/chunks.py)
-entering with state S_0: with the pseudo-values u_t = beta_t (v_t - k_t S_{t-1}), S_t = S_0 +
-sum_{s <= t} k_s^T u_s, so for the chunk's rows (K, V, Q (C, d), beta (C,))
+The chunked form (§3, the WY representation / UT transform), chunks of C steps
+(models/kernels/chunks.py) entering with state S_0: with the pseudo-values u_t = beta_t (v_t - k_t
+S_{t-1}), S_t = S_0 + sum_{s <= t} k_s^T u_s, so for the chunk's rows (K, V, Q (C, d), beta (C,))
 
     T = I + tril(diag(beta) K K^T, -1)       unit lower triangular  (C, C)
     W = T^-1 diag(beta) K,   U = T^-1 diag(beta) V                   (one triangular solve)
@@ -36,15 +36,15 @@ sum_{s <= t} k_s^T u_s, so for the chunk's rows (K, V, Q (C, d), beta (C,))
 
 T, W, U and tril(Q K^T) for every chunk at once; then the chunks one after another carry S (the
 transitions I - K^T W are full matrices: no cumulative sum replaces this loop, whose length
-models/chunks.py fixes off the CPU); then O for every chunk at once. The step form carries S:
-H d_k d_v numbers a layer, and with `use_short_conv` the convolutions' last min(t, conv_size - 1)
+models/kernels/chunks.py fixes off the CPU); then O for every chunk at once. The step form carries
+S: H d_k d_v numbers a layer, and with `use_short_conv` the convolutions' last min(t, conv_size - 1)
 inputs: 3 D min(t, conv_size - 1) more.
 
 `impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
-recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
-recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
-PyTorch's meta device) the chunked form. Either is the delta rule on q, k, v and beta: the short
-convolutions come before it.
+recurrence in a compiled kernel (models/kernels/linear_attention_cpu.cpp: the state per
+sequence-head, recomputed chunk by chunk in the backward pass), `reference` the chunked form;
+elsewhere (CUDA, PyTorch's meta device) the chunked form. Either is the delta rule on q, k, v and
+beta: the short convolutions come before it.
 
 No library layer runs here: flash-linear-attention's delta-rule kernels are Triton (CUDA only), and
 zoology's DeltaNet mixer (zoology/mixers/delta_net.py) imports them; torch has no delta rule.
@@ -56,8 +56,8 @@ from pydantic import PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.chunks import chunk_plan, from_chunks, to_chunks
-from longterm.models.linear_attention_cpu import delta_kernel, kernel_runs
+from longterm.models.kernels.chunks import chunk_plan, from_chunks, to_chunks
+from longterm.models.kernels.linear_attention_cpu import delta_kernel, kernel_runs
 from longterm.models.short_conv import QKVConvolutions, Recent
 from longterm.models.stack import MixerStack
 
@@ -82,7 +82,7 @@ def delta_chunked(
 ) -> tuple[Tensor, Tensor]:
     """The chunked form: q, k (B, H, T, d_k), v (B, H, T, d_v), beta (B, H, T), the state before
     step 0 (B, H, d_k, d_v) or None for zeros -> o (B, H, T, d_v), S after step T-1. `plan`
-    (C, N): N chunks of C steps; by default models/chunks.py's for the device."""
+    (C, N): N chunks of C steps; by default models/kernels/chunks.py's for the device."""
     B, H, T, d_k = q.shape
     C, N = plan or chunk_plan(T, q.device)
     chunks = (q * d_k**-0.5, k, v, beta[..., None])

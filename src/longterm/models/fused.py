@@ -12,7 +12,7 @@ readable path (StepEncoder + models/readouts.py) keeps several (B, T, D) tensors
 reference these kernels are tested against.
 
 Two backends compute the same function:
-- `cpu`: vectorised C++ loops per sequence (models/fused_cpu.cpp), for CPU tensors;
+- `cpu`: vectorised C++ loops per sequence (models/kernels/fused_cpu.cpp), for CPU tensors;
 - `chunked`: whole-tensor PyTorch ops over chunks of `chunk` steps, for any device (CUDA among
   them); a chunk of T steps or more is one pass with no loop over time.
 
@@ -39,7 +39,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from longterm.models import fused_cpu
+from longterm.models.kernels import fused_cpu
 
 STREAM_CHUNK = 64  # steps per chunk of model.impl=fused off the CPU
 CHUNK_BYTES = 2**30  # the largest (B, chunk, D) tensor of model.impl=auto off the CPU (1 GiB)

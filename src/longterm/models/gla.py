@@ -28,8 +28,8 @@ as fla/layers/gla.py (ShortConvolution, conv_bias=False, activation='silu'); the
 RetNet's own layer differs beyond the decay (xPos rotations of q and k, GroupNorm), which this
 key leaves out: `decay=fixed` is GLA with RetNet's decays, the comparison of §5.
 
-The chunked form (§4.2-4.3), chunks of C steps (models/chunks.py) with b_t = sum of log alpha
-from the chunk's start through step t, and S_0 the state entering the chunk:
+The chunked form (§4.2-4.3), chunks of C steps (models/kernels/chunks.py) with b_t = sum of log
+alpha from the chunk's start through step t, and S_0 the state entering the chunk:
 
     o_t = (q_t ⊙ exp(b_t)) S_0 + sum_{s <= t in the chunk} (q_t · (k_s ⊙ exp(b_t - b_s))) v_s
     S_C = diag(exp(b_C)) S_0 + sum_s (k_s ⊙ exp(b_C - b_s))^T v_s
@@ -48,10 +48,10 @@ H d_k d_v numbers a layer, and with `use_short_conv` the convolutions' last min(
 inputs: (2 H d_k + H d_v) min(t, conv_size - 1) more.
 
 `impl` picks the form (linear_attention_cpu.kernel_runs): on the CPU `auto` and `fused` run the
-recurrence in a compiled kernel (models/linear_attention_cpu.cpp: the state per sequence-head,
-recomputed chunk by chunk in the backward pass), `reference` the chunked form; elsewhere (CUDA,
-PyTorch's meta device) the chunked form. Either is the recurrence on q, k, v and alpha: the short
-convolutions come before it.
+recurrence in a compiled kernel (models/kernels/linear_attention_cpu.cpp: the state per
+sequence-head, recomputed chunk by chunk in the backward pass), `reference` the chunked form;
+elsewhere (CUDA, PyTorch's meta device) the chunked form. Either is the recurrence on q, k, v and
+alpha: the short convolutions come before it.
 
 No library layer runs here: flash-linear-attention's GLA kernels are Triton (CUDA only), and
 zoology's GLA mixer (zoology/mixers/gla.py) imports them; torch has no gated linear attention.
@@ -66,8 +66,8 @@ from pydantic import PositiveFloat, PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.chunks import fixed_plan, from_chunks, to_chunks
-from longterm.models.linear_attention_cpu import gla_kernel, kernel_runs
+from longterm.models.kernels.chunks import fixed_plan, from_chunks, to_chunks
+from longterm.models.kernels.linear_attention_cpu import gla_kernel, kernel_runs
 from longterm.models.short_conv import QKVConvolutions, Recent
 from longterm.models.stack import MixerStack
 
@@ -105,7 +105,8 @@ def gla_chunked(
     """The chunked form: q, k, log_alpha (B, H, T, d_k), v (B, H, T, d_v), the state before step 0
     (B, H, d_k, d_v) or None for zeros -> o (B, H, T, d_v), S after step T-1. `plan` (C, N):
     N chunks of C steps, C a multiple of SUB; by default chunks of at most CHUNK steps on every
-    device (models/chunks.py): no op here loops over chunks, so their number changes no op count."""
+    device (models/kernels/chunks.py): no op here loops over chunks, so their number changes no op
+    count."""
     B, H, T, d_k = q.shape
     C, N = plan or fixed_plan(T, SUB)
     q, k, v, g = (to_chunks(x, C, N) for x in (q * d_k**-0.5, k, v, log_alpha))  # (B,H,N,C,.)

@@ -9,8 +9,9 @@ The operator of order N on u (B, T, D) (§3.1, Def. 3.1; §3.3, Algorithms 1-3):
     z^1 = v;   z^{n+1}_t = x^n_t ⊙ ((h^n * z^n)_t + β^n ⊙ z^n_t),   n = 1..N
     y = W_out z^{N+1} + b_out
 
-with the causal long convolution (h * z)_t = Σ_{s<=t} h_{t-s} z_s, by FFT (models/fft_conv.py),
-and β^n the per-channel skip of the paper's code. The filters are implicit (§3.2, eq. 7):
+with the causal long convolution (h * z)_t = Σ_{s<=t} h_{t-s} z_s, by FFT
+(models/kernels/fft_conv.py), and β^n the per-channel skip of the paper's code. The filters are
+implicit (§3.2, eq. 7):
 
     h^n_t[d] = Window_d(t) · FFN(PE(t))[n, d],   Window_d(t) = exp(-α_d t)
     PE(t) = (cos ω_k t, sin ω_k t),  k = 1..K   (K = `pos_bands`)
@@ -43,7 +44,7 @@ from pydantic import PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.fft_conv import causal_fft_conv
+from longterm.models.kernels.fft_conv import causal_fft_conv
 from longterm.models.stack import MixerStack
 
 WINDOW_FLOOR = 0.01  # Window_d(s_d) = 1/100 (the paper's code's `target`)

@@ -7,7 +7,7 @@ and N = d_state:
     δ, B, C = W_x x                                (B, T, R), (B, T, N), (B, T, N)   x_proj
     Δ = softplus(W_Δ δ + b_Δ)                      (B, T, E)  input-dependent step   dt_proj
     A = -exp(A_log)                                (E, N)     S4D-real init: A_en = -(n + 1)
-    y = selective_scan(x, Δ, A, B, C, D)           eq. 2 (models/selective_scan.py)   (B, T, E)
+    y = selective_scan(x, Δ, A, B, C, D)           (B, T, E)  eq. 2 (kernels/selective_scan.py)
     out = W_out (y ⊙ SiLU(z))                      (B, T, D)                          out_proj
 
 R = dt_rank: an integer, or `auto` = ceil(D / 16), Mamba's rule (its `dt_rank="auto"`). b_Δ is
@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.selective_scan import selective_scan, ssm_step
+from longterm.models.kernels.selective_scan import selective_scan, ssm_step
 from longterm.models.stack import MixerStack
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # Mamba's Δ initialisation

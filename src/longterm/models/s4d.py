@@ -8,7 +8,7 @@ Per channel d (D channels), a state of N/2 complex modes n, the conjugate half o
     ZOH (§2, eq. 3):  Ā = exp(ΔA),  B̄ = (ΔA)^{-1} (exp(ΔA) - I) ΔB = (Ā - 1) / A · B
     recurrence:       x_t = Ā x_{t-1} + B̄ u_t,   y_t = 2 Re(C x_t) + D u_t
     kernel (§3.1):    K_l = 2 Re(Σ_n C_n B̄_n Ā_n^l),  l = 0..T-1   (a Vandermonde product)
-    convolution:      y = K * u + D u,  by FFT (models/fft_conv.py)
+    convolution:      y = K * u + D u,  by FFT (models/kernels/fft_conv.py)
 
 B_n = 1 is folded into C_n (only the product C_n B_n enters K, as in the paper's Listing 1). Δ is
 learned per channel as log Δ, initialised log-uniform in [0.001, 0.1]; A_n = -exp(a_n) + i ω_n
@@ -31,7 +31,7 @@ from pydantic import PositiveInt
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from longterm.models.fft_conv import causal_fft_conv
+from longterm.models.kernels.fft_conv import causal_fft_conv
 from longterm.models.stack import MixerStack
 
 A_INITS = ("lin", "inv")  # S4D-Lin, S4D-Inv (§4.2)

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from longterm.models.base_conv import implicit_positions
-from longterm.models.fft_conv import causal_fft_conv
+from longterm.models.kernels.fft_conv import causal_fft_conv
 from longterm.models.short_conv import ShortConvolution
 
 KVCache = tuple[Tensor, Tensor]  # keys and values of every past step, (B, H, t, d) each

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import torch
 
-from longterm.store.checkpoints import UnsafeCheckpointError, load_checkpoint, relocate
+from longterm.store.checkpoint_files import UnsafeCheckpointError, load_checkpoint, relocate
 from longterm.store.records import COMMANDS_RECORD, FINAL_STATUSES, RESULT_FILE, SWEEP_RECORD
 from longterm.store.run_dir import CHECKPOINTS, RunDirError, event_files, run_record
 
@@ -114,7 +114,7 @@ def kept_files(sweep: Path, final: bool = False) -> Iterator[Path]:
     sweep's FINAL_MARK: the checkpoints of unfinished runs only)."""
     final = final or is_final(sweep)
     runs = run_dirs(sweep)
-    # A sweep may hold sweeps (one directory per race: experiments/recall_runs.py), each with
+    # A sweep may hold sweeps (one directory per race: experiments/recall/runs.py), each with
     # its own commands: every directory between the sweep and its runs keeps them.
     holders = {sweep} | {d for run in runs for d in run.parents if d.is_relative_to(sweep)}
     for holder in sorted(holders):

@@ -21,10 +21,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from longterm.store.checkpoints import UnsafeCheckpointError, relocate
-from longterm.store.recorded import current_settings
+from longterm.store.checkpoint_files import UnsafeCheckpointError, relocate
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder, run_record
+from longterm.store.upgrade import current_settings
 
 
 class ContinueError(RuntimeError):

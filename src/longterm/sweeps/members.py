@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ from longterm.training.library_internals import (
     updates_done,
 )
 from longterm.training.module import MemoryTaskModule
-from longterm.training.record import close_record, outcome
+from longterm.training.result import close_record, outcome
+from longterm.training.tensorboard import end_session
 from longterm.training.terminal import JobLog, epoch_line
 
 
@@ -89,7 +91,7 @@ class PackLogger(Logger):
         return 0
 
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        """Each member's are written by its own logger (run.open_record)."""
+        """Each member's are written by its own logger (tensorboard.start_session)."""
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         for i, values in own_metrics(metrics).items():
@@ -248,7 +250,6 @@ class MemberHooks(L.Callback):
         epochs = trainer.current_epoch if member.epochs is None else member.epochs
         counts = outcome(member.callbacks, epochs, trainer.global_step, interrupted=False)
         seconds = time.perf_counter() - member.started
-        member.result = close_record(
-            member.cfg, member.result, member.logger, counts, seconds, member.say
-        )
+        ended = partial(end_session, member.logger)
+        member.result = close_record(member.cfg, member.result, counts, seconds, ended, member.say)
         member.state = ENDED

@@ -40,6 +40,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,23 +50,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from longterm.choices import AUTO, FUSED_ENCODER, PAPER_READOUTS
 from longterm.config.validate import ConfigError, validate
-from longterm.store.checkpoints import load_checkpoint
+from longterm.store.checkpoint_files import load_checkpoint
 from longterm.store.run_dir import claim
 from longterm.sweeps.members import ENDED, Member, MemberHooks, MemberLog, PackLogger
 from longterm.sweeps.pack_module import OwnTensors, PackData, PackModule, PackOptimizer
 from longterm.training.callbacks import DeferSignal
+from longterm.training.checkpoints import saved_checkpoint
 from longterm.training.faults import RunError, RunFailed, explain, failure_line
 from longterm.training.library_internals import attach_unfitted, load_callback_states
-from longterm.training.parts import (
-    assemble,
-    instantiate_named,
-    run_callbacks,
-    run_trainer,
-    saved_checkpoint,
-)
+from longterm.training.parts import assemble, instantiate_named, run_callbacks, run_trainer
 from longterm.training.quiet import quiet_libraries
-from longterm.training.record import open_record, outcome, record_failure
+from longterm.training.result import open_record, outcome, record_failure
 from longterm.training.run import already_finished
+from longterm.training.tensorboard import ConfGroups, end_session, start_session
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +81,12 @@ def packable(cfg: DictConfig) -> bool:
     return paper and one_hot and not OmegaConf.select(cfg, "eval.lengths", default=None)
 
 
-def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
+def train_pack(
+    cfgs: list[DictConfig], groups: ConfGroups | None = None
+) -> list[dict[str, Any] | RunError]:
     """Train the runs of `cfgs` (resolved configs that differ only in choices.PACK_MEMBER_KEYS,
     each with its own run_dir) as a pack; return each run's result, or the RunError that stopped it.
+    `groups`: the conf files HPARAMS lists, as `run.train` is given them.
 
     As `run.train` for each: a finished run is returned as it is, an unfinished one resumes from
     its last checkpoint, and one process at a time holds a run directory."""
@@ -111,7 +111,7 @@ def train_pack(cfgs: list[DictConfig]) -> list[dict[str, Any] | RunError]:
         for i, member in members:
             by_step[member.resumed_at].append((i, member))
         for group in by_step.values():
-            results = fit_pack([member for _, member in group])
+            results = fit_pack([member for _, member in group], groups or ConfGroups())
             for (i, _), result in zip(group, results, strict=True):
                 outcomes[i] = result
     return outcomes  # type: ignore[return-value]
@@ -155,7 +155,7 @@ def build_member(cfg: DictConfig, run_dir: Path, pack_size: int) -> Member:
     )
 
 
-def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
+def fit_pack(members: list[Member], groups: ConfGroups) -> list[dict[str, Any] | RunError]:
     """Fit members that stand at the same update (all fresh, or all resumed from there)."""
     first = members[0].cfg
     seeds = sorted({m.cfg.seed for m in members})
@@ -185,8 +185,9 @@ def fit_pack(members: list[Member]) -> list[dict[str, Any] | RunError]:
     for member in members:
         member.trainer.fit_loop = trainer.fit_loop  # the member's counters are the pack's
         member.result = open_record(
-            member.cfg, member.module, member.run_dir, member.logger, member.ckpt, member.resumed_at
+            member.cfg, member.module, member.run_dir, member.ckpt, member.resumed_at
         )
+        start_session(member.logger, member.cfg, member.result, groups)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pack-") as where:
         ckpt = None if members[0].ckpt is None else restore(members, module, Path(where))
@@ -235,7 +236,8 @@ def record_pack_failure(
             member.callbacks, trainer.current_epoch, trainer.global_step, trainer.interrupted
         )
         try:
-            record_failure(member.result, member.logger, counts, error, seconds)
+            ended = partial(end_session, member.logger)
+            record_failure(member.result, counts, error, seconds, ended)
         except SystemExit as e:
             exit_ = exit_ or e
     if exit_ is not None:

@@ -13,6 +13,7 @@ y is a float target (regression) or an int64 class (classification), one per seq
 for the tasks that label steps (`task.labels=step`) one per step (n, width) with NO_TARGET on
 the steps that have none.
 docs/tasks.md lists each task's source, sampling rules and chance level.
+tasks/inputs.py gives the features per step an encoder reads for a section's input format.
 """
 
 from collections.abc import Callable

@@ -18,7 +18,7 @@ The table is balanced: each of the 8 classes is the value of the same number of 
 when 8 does not divide them (a random permutation of the entries, modulo 8), so with uniform
 tokens every class has probability 1/8. A vocabulary large enough that the table cannot be held
 in the embedding and the head (docs/tasks.md, "A table too large for the embedding and the
-head") is derived in longterm.experiments.claim_runs (`knowledge_vocab`).
+head") is derived in longterm.experiments.claims.runs (`knowledge_vocab`).
 Targets y (n, width) int64, NO_TARGET on step 0 (arity 2) and on padding.
 
 Chance: 1/8. A model that sees only x_t at arity 2 (the per-step feed-forward model) can do no
@@ -34,7 +34,7 @@ from longterm.tasks.lengths import NO_TARGET, default_width, draw_lengths, one_h
 VOCAB, CLASSES = 16, 8
 KNOWLEDGE_SEED = 2019  # the task's own: the same table in every run
 # The vocabulary of the claims' table too large for the embedding and the head, as derived by
-# longterm.experiments.claim_runs.knowledge_vocab (tests/test_claims.py derives it again).
+# longterm.experiments.claims.runs.knowledge_vocab (tests/test_claims.py derives it again).
 LARGE_VOCAB = 95
 
 

@@ -1,5 +1,7 @@
 """Training: one run. `run` is the driver (claim the directory, build, fit, record); `parts`
-builds what `Trainer.fit` is given (data, model, callbacks, logger, trainer); `record` is the
-run's result.json; beside them the LightningModule, the data, the callbacks, checkpoints, what
-TensorBoard and the terminal show, and the one module that calls Lightning's private API.
+builds what `Trainer.fit` is given (data, model, callbacks, logger, trainer); `checkpoints` says
+which checkpoint a run resumes from, how one is written and which is the best; `result` is the
+run's result.json; `tensorboard` all a run writes to TensorBoard (logger, HPARAMS); beside them the
+LightningModule, the data, the callbacks, what the terminal shows, and the one module that calls
+Lightning's private API.
 """

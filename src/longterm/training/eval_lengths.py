@@ -84,7 +84,7 @@ def sigterm_stops() -> Iterator[None]:
     default one would end the process with no record."""
 
     def stop(signum: int, frame: object) -> None:
-        raise SystemExit(0)  # what Lightning's SIGTERM exit says (training/record.py)
+        raise SystemExit(0)  # what Lightning's SIGTERM exit says (training/result.py)
 
     if threading.current_thread() is not threading.main_thread():
         yield

@@ -13,7 +13,7 @@ import logging
 import traceback
 from pathlib import Path
 
-from longterm.store.checkpoints import UnsafeCheckpointError
+from longterm.store.checkpoint_files import UnsafeCheckpointError
 from longterm.store.run_dir import RunDirError
 
 

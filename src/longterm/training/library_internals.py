@@ -7,7 +7,9 @@ member's that is never fitted: it calls the member's callback hooks, hands them 
 pack logged for that member, and reads the loop's counters, none of which Lightning offers as
 public API. A diverged run skips the validation of its weights (a loop's flag). A run writes its
 HPARAMS records through the logger's event writer. An update steps its optimizer as Lightning's
-manual optimization counts a step, and a checkpoint counts its steps in both modes' progress.
+manual optimization counts a step, and a checkpoint counts its steps in both modes' progress. A
+module (training/module.py) reads the Trainer it is attached to, and sets the name of the hook it
+is in at less cost than nn.Module's __setattr__.
 """
 
 from collections.abc import Callable
@@ -23,6 +25,15 @@ from pytorch_lightning.trainer.states import TrainerFn
 from pytorch_lightning.utilities.types import LRSchedulerConfig
 from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.optim.lr_scheduler import LRScheduler
+
+# The attribute in which Lightning names the hook a module is in (a str or None), set around
+# every hook call (call_hooks sets it as Lightning does).
+CURRENT_HOOK = "_current_fx_name"
+
+
+def attached_trainer(module: L.LightningModule) -> L.Trainer | None:
+    """The Trainer `module` is attached to, or None (where `module.trainer` raises)."""
+    return module._trainer
 
 
 def call_hooks(trainer: L.Trainer, hook: str, *args: Any, **kwargs: Any) -> None:

@@ -17,6 +17,8 @@ from torchmetrics.classification import MulticlassAccuracy
 from longterm.tasks import NO_TARGET
 from longterm.training.batches import Batch
 from longterm.training.library_internals import (
+    CURRENT_HOOK,
+    attached_trainer,
     carry_step_counts,
     logs_now,
     plain_update,
@@ -46,17 +48,18 @@ class PlainLoopModule(L.LightningModule):
                 step.__signature__ = inspect.signature(step, follow_wrapped=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        # Lightning names the hook it is in (`_current_fx_name`, a str or None) around every hook
-        # call, some twenty times an update; nn.Module's __setattr__ looks for a parameter, a
-        # module or a buffer of that name first, several times the cost of setting it.
-        if name == "_current_fx_name":
+        # Lightning names the hook it is in (CURRENT_HOOK, a str or None) around every hook call,
+        # some twenty times an update; nn.Module's __setattr__ looks for a parameter, a module or
+        # a buffer of that name first, several times the cost of setting it.
+        if name == CURRENT_HOOK:
             object.__setattr__(self, name, value)
         else:
             super().__setattr__(name, value)
 
     @property
     def automatic_optimization(self) -> bool:
-        trainer = self._trainer  # Lightning asks at every `global_step`: decided once a trainer
+        # Lightning asks at every `global_step`: decided once per trainer
+        trainer = attached_trainer(self)
         if trainer is None:
             return True
         if self.__dict__.get("_plain_under") is not trainer:

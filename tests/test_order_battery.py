@@ -1,0 +1,76 @@
+"""The order battery: its experiment config, and the table built from its runs' result.json."""
+
+from pathlib import Path
+
+import pytest
+from helpers.paths import CONF
+from helpers.presets import quick
+from helpers.runs import train_py
+
+from longterm.analysis.arch_runs import load
+from longterm.analysis.references import references
+from longterm.config.builtins import generator_of
+from longterm.config.command_line import check
+from longterm.config.validate import ConfigError
+from longterm.experiments.order_battery.page import main
+
+RECALL = ["experiment=order_battery", "task=associative_recall", "task.params.k=2,8"]
+
+
+def test_the_battery_launches_every_architecture_on_every_task():
+    """Both commands compose and validate every job (5 architectures x 3 tasks, 5 x 2 k)."""
+    check(["experiment=order_battery"], CONF)
+    check(RECALL, CONF)
+    with pytest.raises(ConfigError, match="arch='gru' is invalid"):
+        check(["experiment=order_battery", "arch=gru"], CONF)
+
+
+def test_references_on_a_large_validation_set():
+    data = {
+        "name": "fixed",
+        "task": generator_of("temporal_order"),
+        "T0": 30,
+        "seed": 0,
+        "lengths": "per_sequence",
+        "batch_size": 500,
+        "batches_per_epoch": 1,
+        "val_size": 20_000,
+        "num_workers": 0,
+        "task_params": {},
+    }
+    chance, ceiling = references(data, "cross_entropy")
+    assert abs(chance - 0.25) < 0.01 and abs(ceiling - 0.75) < 0.01
+    recall = {**data, "task": generator_of("associative_recall"), "task_params": {"k": 2}}
+    chance, ceiling = references(recall, "cross_entropy")
+    assert abs(chance - 1 / 16) < 0.01 and ceiling is None
+    assert references({**data, "task": "addition"}, "mse") == (None, None)
+
+
+def test_table_from_a_small_battery(tmp_path: Path):
+    # The reference pooling: the fused one compiles in every process.
+    tiny = quick(
+        "T0=20", "data.batches_per_epoch=2", "trainer.max_epochs=1", "model.impl=reference"
+    )
+    sweep = f"hydra.sweep.dir={tmp_path}"
+    first = ["experiment=order_battery", "arch=mean,linear_memory", "task=temporal_order,addition"]
+    second = [*RECALL[:2], "task.params.k=1,2", "arch=mean"]
+    for command in (first, second):
+        out = train_py(*command, *tiny, sweep)
+        assert out.returncode == 0, out.stderr
+    runs = load([tmp_path])
+    assert sorted(zip(runs.task, runs.arch, strict=True)) == [
+        ("addition", "linear_memory"),
+        ("addition", "mean"),
+        ("associative_recall k=1", "mean"),
+        ("associative_recall k=2", "mean"),
+        ("temporal_order", "linear_memory"),
+        ("temporal_order", "mean"),
+    ]
+    main([str(tmp_path), "--out", str(tmp_path / "table.md")])
+    text = (tmp_path / "table.md").read_text()
+    mean_to = runs[(runs.task == "temporal_order") & (runs.arch == "mean")].best_acc.iloc[0]
+    row = next(line for line in text.splitlines() if line.startswith("| temporal_order"))
+    assert f"{100 * mean_to:.1f}" in row and "6 runs" in text
+    assert "linear_memory" in text and "order-blind ceiling" in text
+    assert f"Temporal order: mean {100 * mean_to:.1f}%" in text
+    assert "Associative recall, mean: below 90.0% from k = 1 (k=1: " in text  # 2 updates only
