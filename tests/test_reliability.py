@@ -161,6 +161,11 @@ def test_a_finished_run_continued_to_a_larger_limit_equals_one_run_to_it(tmp_pat
     assert str(one) not in str(state) and str(two / "checkpoints") in str(state)
     with pytest.raises(ContinueError, match="already holds a run"):
         continue_run(one, two)
+    for ckpt in (one / "checkpoints").glob("*.ckpt"):  # an archive that kept its records only
+        ckpt.unlink()
+    with pytest.raises(ContinueError, match="keeps no checkpoint"):
+        continue_run(one, tmp_path / "three")
+    assert not (tmp_path / "three").exists()
     (one / "result.json").write_text(json.dumps({"status": "interrupted"}))
     with pytest.raises(ContinueError, match="status 'interrupted': rerun its own command"):
         continue_run(one, tmp_path / "three")

@@ -57,6 +57,11 @@ def finished_status(old: Path) -> str:
             f"{old} trained with optim.schedule={schedule}, whose learning rate follows its own "
             "trainer.max_epochs: a larger limit is another run; start it in its own directory"
         )
+    if not any((old / CHECKPOINTS).glob("*.ckpt")):
+        raise ContinueError(
+            f"{old} keeps no checkpoint (an archive that kept only its records): a larger limit "
+            "trains from the start; run the command with it in a directory of its own"
+        )
     return status
 
 
