@@ -1,4 +1,5 @@
-# Every target creates the virtual environment when it is missing or older than pyproject.toml.
+# Every target creates the virtual environment when it is missing or older than pyproject.toml or
+# requirements.lock, and installs the lock's versions (`make lock` refreshes it).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +8,7 @@ STAMP := $(VENV)/.installed
 .DEFAULT_GOAL := train
 
 .PHONY: train test test-slow test-slurm bench gpu-check collect archive restore-runs long-sweeps progress \
-	contract lint tensorboard clean help
+	contract lint tensorboard lock clean help
 
 # uv installs the same pins as pip from the same places, faster (it unpacks and compiles in
 # parallel): it is given pip's own wheel folder and constraints on this machine (uv does not read
@@ -15,11 +16,27 @@ STAMP := $(VENV)/.installed
 UV := uv==0.13.9
 PIP_SOURCES = $(shell scripts/pip_sources.sh $(PY))
 
-$(STAMP): pyproject.toml
+# The environment is requirements.lock's versions, then the package itself (editable, no
+# dependency resolved again). The lock holds torch's CPU build, torch==2.13.0+cpu, which only the
+# CPU wheel satisfies: no CUDA torch is ever pulled.
+LOCK := requirements.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	($(BIN)/pip install --quiet $(UV) && $(BIN)/uv pip install --quiet --python $(BIN)/python \
-		--compile-bytecode $(PIP_SOURCES) -e ".[dev]") || $(BIN)/pip install --quiet -e ".[dev]"
+		--compile-bytecode $(PIP_SOURCES) -r $(LOCK) && $(BIN)/uv pip install --quiet \
+		--python $(BIN)/python --compile-bytecode --no-deps -e .) || \
+		($(BIN)/pip install --quiet -r $(LOCK) && $(BIN)/pip install --quiet --no-deps -e .)
 	touch $(STAMP)
+
+# After a pin in pyproject.toml changes: every other package keeps its locked version where it
+# still fits (`make lock ARGS=--upgrade` moves them all to the newest that fit), for this machine's
+# Python and platform, from the same sources as the install (docs/development.md).
+lock:  ## requirements.lock from pyproject.toml: the versions every target installs
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	test -x $(BIN)/uv || $(BIN)/pip install --quiet $(UV)
+	$(BIN)/uv pip compile --quiet --python $(BIN)/python pyproject.toml --extra dev $(PIP_SOURCES) \
+		--custom-compile-command "make lock" -o $(LOCK) $(ARGS)
 
 train: $(STAMP)  ## the default experiment: addition, attention pooling, T0=50, lr 1e-3
 	$(BIN)/python src/train.py $(ARGS)

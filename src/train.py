@@ -18,6 +18,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from longterm.config.command_line import check
+from longterm.config.help_page import answer_help
 from longterm.config.validate import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -27,7 +28,7 @@ CONFIG_DIR = Path(__file__).resolve().parent.parent / "conf"
 def main(cfg: DictConfig) -> float | None:
     # torch and Lightning load only once the command line is good
     from longterm.sweeps.failures import FAILURES
-    from longterm.training.faults import RunError, failure_line, keep_traceback
+    from longterm.training.faults import Interrupted, RunError, failure_line, keep_traceback
     from longterm.training.run import train
     from longterm.training.tensorboard import on_search_path
 
@@ -35,6 +36,8 @@ def main(cfg: DictConfig) -> float | None:
     full = os.environ.get("HYDRA_FULL_ERROR") == "1"
     try:  # what the run needs of Hydra is handed to it: the conf files HPARAMS lists
         return train(cfg, on_search_path(GlobalHydra.instance().config_loader()))["best_acc"]
+    except Interrupted as e:  # a signal: one line, then the command that resumes
+        raise Interrupted(f"{e.code}{resume(sweep, cfg.run_dir)}") from e
     except RunError as e:  # the run's situation, not the code: one line (training/faults.py)
         if full:
             raise
@@ -43,17 +46,35 @@ def main(cfg: DictConfig) -> float | None:
         line = str(e)
     except Exception as e:  # a fault of the code (a plugin's, say): its traceback in train.log
         log_file = keep_traceback(e)
-        if full or not sweep:
+        if full:
             raise
         traceback.print_exc()
         line = failure_line(e, Path(cfg.run_dir), log_file)
+        if not sweep:
+            sys.exit(f"error: {line}{resume(sweep, cfg.run_dir)}")
     # a sweep's other jobs go on; it ends with its table, then exits non-zero (sweeps/)
     FAILURES.tell(line)
     return None
 
 
+def resume(sweep: bool, run_dir: str) -> str:
+    """The end of a stopped run's last line: the command that resumes it in its directory, or
+    its sweep in the sweep's (training/faults.py: resume_command); none in a process that runs
+    another command line (a SLURM job's)."""
+    from longterm.training.faults import resume_command
+
+    if Path(sys.argv[0]).resolve() != Path(__file__).resolve():
+        return ""
+    if sweep:
+        command = resume_command(sys.argv, "hydra.sweep.dir", HydraConfig.get().sweep.dir)
+        return f"; resume the sweep with: {command}"
+    return f"; resume it with: {resume_command(sys.argv, 'hydra.run.dir', run_dir)}"
+
+
 if __name__ == "__main__":
     try:
+        if answer_help(sys.argv[1:], CONFIG_DIR):  # the project's page; Hydra's: --hydra-help
+            sys.exit(0)
         check(sys.argv[1:], CONFIG_DIR)
     except ConfigError as e:
         sys.exit(f"error: {e}")

@@ -13,7 +13,8 @@ from helpers.runs import train_py
 from longterm.analysis.collect import COLLECTED, main
 
 # The unsolved sweep a user reported (3 updates, 1 validation batch per run): nothing is solved,
-# and no run logs a training loss (trainer.log_every_n_steps is 50).
+# and no run logs a training loss (trainer.log_every_n_steps is 50). Made with
+# trainer.limit_train_batches=3 and limit_val_batches=1, it would be debug runs, never collected.
 UNSOLVED = [
     "-m",
     "task=addition,multiplication",
@@ -21,8 +22,8 @@ UNSOLVED = [
     "T0=50",
     "seed=1,2",
     "trainer.max_epochs=1",
-    "++trainer.limit_train_batches=3",
-    "++trainer.limit_val_batches=1",
+    "data.batches_per_epoch=3",
+    "data.val_size=100",
     "trainer.enable_progress_bar=false",
 ]
 

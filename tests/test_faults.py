@@ -6,6 +6,7 @@ a best checkpoint left by an earlier attempt; all through src/train.py."""
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import socket
 import subprocess
@@ -342,7 +343,10 @@ def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_e
         out = train_py("-m", *args, f"hydra.sweep.dir={sweep}", env=PLUGINS)
         assert out.returncode == 1
         lines = out.stderr.strip().splitlines()
-        assert lines[-1] == f"error: {failed} job(s) of the sweep stopped; each said why above"
+        assert lines[-1].startswith(
+            f"error: {failed} job(s) of the sweep stopped; each said why above; resume them with: "
+        )
+        assert lines[-1].endswith(f" hydra.sweep.dir={sweep}")
         stopped = [line for line in lines if line.startswith("error: ") and message in line]
         assert len(stopped) == failed, out.stderr
         assert all(
@@ -383,6 +387,22 @@ def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, ref
         "this command's (net.encoder.proj.bias: 100 there, 32 here): rerun the run with its own "
         "settings, or give this run another directory"
     )
+
+
+def test_the_resume_command_is_the_command_as_typed_in_the_runs_directory():
+    """The command line as typed, quoted for the shell, with the directory given once, last, and
+    quoted for Hydra where it would read otherwise (a comma: a sweep)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from longterm.training.faults import resume_command
+
+    argv = ["src/train.py", "hydra.run.dir=old", "eval.lengths=[60, 80]", "+hydra.run.dir=x"]
+    command = shlex.split(resume_command(argv, "hydra.run.dir", "/runs/a,b"))
+    assert command[:-1] == ["python", "src/train.py", "eval.lengths=[60, 80]"]
+    (override,) = OverridesParser.create().parse_overrides(command[-1:])
+    assert (override.key_or_group, override.value()) == ("hydra.run.dir", "/runs/a,b")
+    plain = resume_command(["src/train.py", "-m", "lr=1e-3,3e-3"], "hydra.sweep.dir", "out/s_1")
+    assert plain == "python src/train.py -m lr=1e-3,3e-3 hydra.sweep.dir=out/s_1"
 
 
 def test_ctrl_c_in_a_run_says_interrupted_in_one_line(tmp_path):

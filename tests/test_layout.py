@@ -71,15 +71,9 @@ KNOW_HYDRA = {"config", "training", "sweeps", "experiments"}
 PRIVATE_LIGHTNING = "longterm/training/library_internals.py"
 PRIVATE_HYDRA = "longterm/config/hydra_internals.py"
 # The private names of Hydra and its launcher plugins that src/hydra_plugins/ still uses, by file:
-# the exceptions to the rule, each to go behind a public call or into config/hydra_internals.py.
+# the exceptions to the rule, each to go behind a public call or into config/hydra_internals.py
+# (docs/development.md, "Library internals", lists them with what to check at an upgrade).
 PRIVATE_LEFT = {
-    # hydra-joblib-launcher's `_core.execute_job`, which runs one job as Hydra's run_job does and
-    # returns its JobReturn; and a failed JobReturn's exception, `_return_value` (its public
-    # getter `return_value` raises it)
-    "hydra_plugins/longterm_launcher/parallel_launcher.py": {
-        "hydra_plugins.hydra_joblib_launcher._core",
-        "_return_value",
-    },
     # hydra-submitit-launcher's `_EXECUTOR`, the submitit executor a launcher class names (slurm,
     # local), which PackedSlurmLauncher and PackedLocalLauncher set as its own launchers do
     "hydra_plugins/longterm_launcher/submitit_packed.py": {"_EXECUTOR"},

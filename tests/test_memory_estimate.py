@@ -60,7 +60,8 @@ def test_a_job_too_large_stops_alone_and_the_sweep_ends_non_zero(tmp_path):
     assert out.returncode == 1 and "Traceback" not in out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 2 and errors[0].startswith("error: T0=5000000 needs about ")
-    assert errors[1] == "error: 1 job(s) of the sweep stopped; each said why above"
+    assert errors[1].startswith("error: 1 job(s) of the sweep stopped; each said why above; ")
+    assert errors[1].endswith(f" hydra.sweep.dir={tmp_path}")  # the command that resumes it
     assert [r["T0"] for r in sweep_results(tmp_path)] == [50]
     table = out.stdout[out.stdout.index("2 jobs in ") :]
     assert "no result" in table and "max_epochs" in table

@@ -159,6 +159,21 @@ def test_a_plugin_mistake_is_one_line_before_training(lab, monkeypatch, args, ex
     assert str(err.value).startswith(expected), err.value
 
 
+def test_a_constructor_without_type_hints_is_told_what_to_add(monkeypatch):
+    """A key given to a parameter without a type hint (tests/plugins/unhinted.py) could not be
+    checked: one line that says what to add, not the constructor's own TypeError on the
+    unchecked value; without the key, the encoder takes its default and the command checks."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    unhinted = ["model.encoder=unhinted.Unhinted", "model.name=unhinted"]
+    with pytest.raises(ConfigError) as err:
+        check([*unhinted, "+model.heads=four"], CONF)
+    assert str(err.value) == (
+        "model: unhinted.Unhinted.__init__ parameter 'heads' has no type hint: annotate it (int, "
+        "float, bool, str, ...), so that its value is checked"
+    )
+    check(unhinted, CONF)
+
+
 def test_a_plugin_that_does_not_import_is_one_line_from_train_py(lab):
     """Through src/train.py as a user runs it, without the package on PYTHONPATH: one line, no
     traceback, no output directory."""

@@ -3,9 +3,11 @@ all through the real entry point, src/train.py."""
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.configs import composed
-from helpers.paths import PLUGINS
+from helpers.paths import PLUGINS, ROOT
 from helpers.presets import LONGER, QUICK, quick
 from helpers.results import metrics, read_json, sweep_results
-from helpers.runs import multirun, run_once, start, train_py, wait_for_file
+from helpers.runs import multirun, run_command, run_once, start, train_py, wait_for, wait_for_file
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
 
@@ -112,6 +114,70 @@ def test_a_terminated_run_says_so_and_resumes(tmp_path, uninterrupted):
     assert read_json(tmp_path / "result.json")["earlier_wall_time_s"] == stopped["wall_time_s"]
 
 
+TRAIN_PY = str(ROOT / "src" / "train.py")
+
+
+def stopped_by_sigterm(args: list[str], cwd: Path, ready: str) -> str:
+    """src/train.py with `args` in `cwd`, sent SIGTERM once a path matching `ready` exists under
+    `cwd`; the last line it said (stderr), after a non-zero exit."""
+    run = start(*args, cwd=cwd)
+    try:
+        wait_for(lambda: any(cwd.glob(ready)) or run.poll() is not None, ready)
+        assert run.poll() is None, run.stderr.read()
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=120) != 0
+    finally:
+        run.kill()
+    stderr = run.stderr.read()
+    assert "Traceback" not in stderr, stderr
+    return stderr.strip().splitlines()[-1]
+
+
+def run_printed(line: str, lead: str, cwd: Path) -> str:
+    """Run the command that `line` gives after `lead` (`python src/train.py ...`, as a user
+    pastes it) in `cwd`, which must succeed; its stdout."""
+    assert lead in line, line
+    python, *command = shlex.split(line.split(lead, 1)[1])
+    assert python == "python", line
+    out = run_command([sys.executable, *command], cwd, dict(os.environ), timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_stopped_run_in_its_default_directory_says_the_command_that_resumes_it(tmp_path):
+    """A run in a new, timestamped directory (no hydra.run.dir given) stopped by SIGTERM: its
+    last line gives its command with hydra.run.dir=<its directory>, and that command resumes it
+    there instead of starting a new run."""
+    line = stopped_by_sigterm(LONGER, tmp_path, "outputs/runs/*/checkpoints/last.ckpt")
+    (run_dir,) = (tmp_path / "outputs" / "runs").iterdir()
+    resume = shlex.join(["python", TRAIN_PY, *LONGER, f"hydra.run.dir={run_dir}"])
+    assert line == f"interrupted: {run_dir / 'result.json'}; resume it with: {resume}"
+    run_printed(line, "; resume it with: ", tmp_path)
+    assert list((tmp_path / "outputs" / "runs").iterdir()) == [run_dir]
+    result = read_json(run_dir / "result.json")
+    assert result["status"] == "max_epochs" and result["resumed_at_update"] == 100
+
+
+def test_a_stopped_sweep_says_the_command_that_resumes_it_in_its_directory(tmp_path):
+    """A sweep (launcher=local, no hydra.sweep.dir given) stopped by SIGTERM in its second job:
+    its last line gives its command with hydra.sweep.dir=<its directory>; that command skips the
+    finished job, resumes the stopped one and runs the third, in the same directory."""
+    args = ["-m", "lr=1e-3,3e-3,1e-2", *LONGER]
+    line = stopped_by_sigterm(args, tmp_path, "outputs/multirun/*/*lr3e-3*/checkpoints/last.ckpt")
+    (sweep_dir,) = (tmp_path / "outputs" / "multirun").iterdir()
+    resume = shlex.join(
+        ["python", TRAIN_PY, *args, f"hydra.sweep.dir={sweep_dir.relative_to(tmp_path)}"]
+    )
+    assert line.startswith("interrupted: ") and line.endswith(f"; resume the sweep with: {resume}")
+    assert [r["status"] for r in sweep_results(sweep_dir)] == ["max_epochs", "interrupted"]
+    stdout = run_printed(line, "; resume the sweep with: ", tmp_path)
+    assert stdout.count("already max_epochs, not trained again") == 1
+    assert list((tmp_path / "outputs" / "multirun").iterdir()) == [sweep_dir]
+    results = sweep_results(sweep_dir)  # lr=1e-2, 1e-3, 3e-3 in name order
+    assert [r["status"] for r in results] == ["max_epochs"] * 3
+    assert [r["resumed_at_update"] for r in results] == [None, None, 100]
+
+
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_scoring_eval_lengths_is_recorded_and_the_rerun_scores(tmp_path, name):
     """Ctrl-C or SIGTERM after training, while the trained model is scored at eval.lengths:
@@ -130,7 +196,10 @@ def test_a_signal_while_scoring_eval_lengths_is_recorded_and_the_rerun_scores(tm
     env = {"PYTHONPATH": str(PLUGINS), "SIGNAL_ONCE": name, "SIGNAL_ONCE_FLAG": str(flag)}
     stopped = train_py(*args, env=env)
     assert stopped.returncode == 1 and "Traceback" not in stopped.stderr, stopped.stderr
-    assert stopped.stderr.strip().splitlines()[-1] == f"interrupted: {run_dir / 'result.json'}"
+    resume = shlex.join(["python", TRAIN_PY, *args])  # its hydra.run.dir last, as given
+    assert stopped.stderr.strip().splitlines()[-1] == (
+        f"interrupted: {run_dir / 'result.json'}; resume it with: {resume}"
+    )
     first = read_json(run_dir / "result.json")
     assert first["status"] == "interrupted" and "eval_lengths" not in first and not flag.exists()
     resumed = train_py(*args, env=env)

@@ -2,9 +2,11 @@
 of hours, the learning-rate race, the bottleneck measure, the state-size table) fails before
 anything runs, in one line naming the flag and what is allowed; nothing is written."""
 
+import importlib
 from pathlib import Path
 
 import pytest
+from helpers.paths import ROOT
 
 from longterm.analysis import state_sizes
 from longterm.experiments import command_queue, lr_race, race_hours
@@ -58,3 +60,41 @@ def test_race_hours_refuses_a_queue_without_commands(tmp_path: Path):
     queue.write_text("# a planner's note, no command\n\n")
     with pytest.raises(SystemExit, match=f"^error: no command in {queue}$"):
         race_hours.main([str(queue)])
+
+
+@pytest.mark.parametrize(
+    ("main", "args"),
+    [
+        (recall_runs.main, ["--models", "transformer", "--settings", "32:2", "--dims", "32"]),
+        (every_memory_runs.main, ["--models", "lstm", "--T0", "100"]),
+    ],
+)
+def test_a_planners_hint_names_a_flag_it_takes(main, args, capsys):
+    """The epoch limit given as an override: refused in one line that names --max-epochs, which
+    the planner takes and hands to each race."""
+    with pytest.raises(SystemExit) as refused:
+        main([*args, "--", "trainer.max_epochs=3"])
+    assert str(refused.value.code).startswith("error: give the epoch limit as --max-epochs: ")
+    main([*args, "--max-epochs", "3"])
+    printed = [line for line in capsys.readouterr().out.splitlines() if "lr_race" in line]
+    assert printed and all("--max-epochs 3 " in line for line in printed)
+
+
+def tools() -> list[str]:
+    """The modules of experiments/, analysis/ and store/ that are commands (`python -m ...`)."""
+    found = []
+    for folder in ("experiments", "analysis", "store"):
+        for path in sorted((ROOT / "src" / "longterm" / folder).rglob("*.py")):
+            if 'if __name__ == "__main__":' in path.read_text():
+                found.append(".".join(path.relative_to(ROOT / "src").with_suffix("").parts))
+    return found
+
+
+@pytest.mark.parametrize("module", tools())
+def test_every_tools_help_opens_with_whole_sentences(module, capsys):
+    """--help's description (its first paragraph) ends a sentence, never cut at a line's end."""
+    with pytest.raises(SystemExit) as done:
+        importlib.import_module(module).main(["--help"])
+    assert done.value.code == 0
+    described = capsys.readouterr().out.split("\n\n")[1].strip()
+    assert described.endswith("."), described

@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
 from hydra.types import HydraContext
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from hydra_plugins.longterm_launcher.parallel_launcher import (
     ParallelLauncher,
     budget,
+    job_config,
     key_of,
     run_one,
     side_by_side_jobs,
@@ -126,11 +126,7 @@ def run_pack(
     Singleton.set_state(singleton_state)
     returns = []
     for idx, overrides in jobs:
-        sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
-        with open_dict(sweep_config):
-            sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
-            sweep_config.hydra.job.num = idx
-        HydraConfig.instance().set_config(sweep_config)
+        sweep_config = job_config(hydra_context, config, idx, overrides)
         returns.append(
             run_job(
                 hydra_context=hydra_context,

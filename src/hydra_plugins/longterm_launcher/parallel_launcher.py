@@ -1,9 +1,9 @@
 """`launcher=parallel`: the jobs of a multirun side by side on this machine, at most `jobs` at a
 time, each with `threads` CPU threads (conf/launcher/parallel.yaml).
 
-Each job runs through Hydra's `run_job` (hydra-joblib-launcher's `execute_job`) in a process
-forked from this one (processes.py), so a job writes its run directory, logs and result.json as
-under `launcher=local`, and its lines reach this terminal. On top of that:
+Each job runs through Hydra's public `run_job`, its config made as Hydra's own launchers make it
+(run_one), in a process forked from this one (processes.py), so a job writes its run directory,
+logs and result.json as under `launcher=local`, and its lines reach this terminal. On top of that:
 - a budget: `auto` jobs fill the CPUs this process may use (os.sched_getaffinity), one per CPU
   or `threads` CPUs each, never more than the sweep has, and `auto` threads split those CPUs
   evenly between the jobs that run at once;
@@ -19,6 +19,7 @@ under `launcher=local`, and its lines reach this terminal. On top of that:
 On a GPU the jobs share the device: several small runs keep it busier than one.
 """
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -28,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
-from hydra_plugins.hydra_joblib_launcher._core import execute_job
-from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+from hydra.core.utils import JobReturn, JobStatus, configure_log, run_job, setup_globals
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, open_dict
 
 # the module, not its names: Hydra's plugin scan executes it again in place, making new classes
 from hydra_plugins.longterm_launcher import processes
@@ -85,11 +88,62 @@ def thread_environment(threads: int) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def run_one(*args: Any) -> tuple[JobReturn, list[str]]:
-    """One job in a worker: its JobReturn, and the one-line errors it stopped with."""
+def job_config(
+    hydra_context: HydraContext, config: DictConfig, idx: int, overrides: Sequence[str]
+) -> DictConfig:
+    """Job `idx`'s config, as Hydra's launchers make it: the sweep's config loaded with the job's
+    overrides, its `hydra.job.id` (`<job name>_<idx>`, as hydra-joblib-launcher's) and
+    `hydra.job.num`; Hydra's config of this process set to it."""
+    sweep_config = hydra_context.config_loader.load_sweep_config(config, list(overrides))
+    with open_dict(sweep_config):
+        sweep_config.hydra.job.id = f"{sweep_config.hydra.job.name}_{idx}"
+        sweep_config.hydra.job.num = idx
+    HydraConfig.instance().set_config(sweep_config)
+    return sweep_config
+
+
+@dataclass
+class Failed:
+    """A job whose task raised (past src/train.py's one-line errors): its JobReturn and what it
+    raised, which the JobReturn keeps where only its getter, raising it, reaches it."""
+
+    ret: JobReturn
+    error: Exception
+
+
+def run_one(
+    idx: int,
+    overrides: Sequence[str],
+    hydra_context: HydraContext,
+    config: DictConfig,
+    task_function: TaskFunction,
+    singleton_state: dict[Any, Any],
+) -> tuple[JobReturn | Failed, list[str]]:
+    """Job `idx` in a worker, with Hydra's globals and state as in the launching process, through
+    Hydra's run_job as its basic launcher runs a job: its JobReturn (Failed where its task
+    raised), and the one-line errors it stopped with."""
+    setup_globals()
+    Singleton.set_state(singleton_state)
     before = FAILURES.mark()
-    ret = execute_job(*args)
-    return ret, FAILURES.since(before)
+    raised: list[Exception] = []
+
+    @functools.wraps(task_function)
+    def task(cfg: DictConfig) -> Any:
+        try:
+            return task_function(cfg)
+        except Exception as e:  # run_job records the job failed with it
+            raised.append(e)
+            raise
+
+    ret = run_job(
+        hydra_context=hydra_context,
+        config=job_config(hydra_context, config, idx, overrides),
+        task_function=task,
+        job_dir_key="hydra.sweep.dir",
+        job_subdir_key="hydra.sweep.subdir",
+    )
+    failed = ret.status == JobStatus.FAILED and raised
+    return Failed(ret, raised[-1]) if failed else ret, FAILURES.since(before)
 
 
 def job_label(indices: list[int], job_overrides: Sequence[Sequence[str]], first: int) -> str:
@@ -108,11 +162,12 @@ def reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}"
 
 
-def settled(ret: JobReturn, label: str) -> JobReturn:
-    """`ret`, a job that raised (past src/train.py) said in one line and counted as stopped, so
-    that the sweep still ends with its table."""
-    if ret.status == JobStatus.FAILED:
-        FAILURES.tell(f"{label} failed: {reason(ret._return_value)}")  # its getter raises it
+def settled(ret: JobReturn | Failed, label: str) -> JobReturn:
+    """`ret`'s JobReturn; a job that raised (past src/train.py) said in one line and counted as
+    stopped, so that the sweep still ends with its table."""
+    if isinstance(ret, Failed):
+        FAILURES.tell(f"{label} failed: {reason(ret.error)}")
+        ret = ret.ret
         ret.status, ret.return_value = JobStatus.COMPLETED, None
     return ret
 
@@ -158,10 +213,17 @@ def side_by_side_jobs(
     return [returns[i] for i in range(len(job_overrides))]
 
 
-class ParallelLauncher(JoblibLauncher):
+class ParallelLauncher(Launcher):
     def __init__(self, jobs: int | str = AUTO, threads: int | str = AUTO) -> None:
-        super().__init__()
         self.jobs, self.threads = jobs, threads
+        self.config: DictConfig | None = None
+        self.task_function: TaskFunction | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
+        self.config, self.task_function, self.hydra_context = config, task_function, hydra_context
 
     def start_sweep(self) -> Path:
         """Hydra's globals and logging set up for a sweep, and its directory made."""

@@ -11,7 +11,7 @@ composition for each set of choices, its own function for the values, and Hydra'
 tests/test_compositions.py holds every job's config equal to Hydra's.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hydra.core.config_loader import ConfigLoader
@@ -92,9 +92,9 @@ class LongtermSweeper(BasicSweeper):
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
     ) -> None:
-        shared = HydraContext(
-            config_loader=SharedCompositions(hydra_context.config_loader),
-            callbacks=hydra_context.callbacks,
+        # the context's other fields kept as they are (Hydra's main branch adds a third)
+        shared = replace(
+            hydra_context, config_loader=SharedCompositions(hydra_context.config_loader)
         )
         super().setup(hydra_context=shared, task_function=task_function, config=config)
 

@@ -1,9 +1,17 @@
-"""Number arguments of the command-line tools (the page generators, the planners, the queue): a
-value out of range fails before anything runs, in argparse's line naming the flag and what is
-allowed (`argument --races: 0 is not allowed: give a whole number >= 1`)."""
+"""Arguments of the command-line tools (the page generators, the planners, the queue): a number
+out of range fails before anything runs, in argparse's line naming the flag and what is allowed
+(`argument --races: 0 is not allowed: give a whole number >= 1`); a tool's --help opens with the
+first paragraph of its module's docstring (`summary`), whole."""
 
 import argparse
 from collections.abc import Callable
+
+
+def summary(doc: str) -> str:
+    """A --help's description: the first paragraph of the module docstring `doc` on one line,
+    ended with a period where it leads into what follows (a colon)."""
+    first = " ".join(doc.strip().split("\n\n")[0].split())
+    return first.removesuffix(":") + "." if first.endswith(":") else first
 
 
 def at_least(low: int) -> Callable[[str], int]:

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from longterm.analysis.arguments import summary
+
 
 def page_cli(
     doc: str,
@@ -22,7 +24,7 @@ def page_cli(
     read the runs with `load` and write `report(runs, dirs, out, **options' values)`. Without
     runs: `empty="error"` exits with one line, `"warn"` warns and writes the page all the same
     (a page that says which runs it waits for)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = argparse.ArgumentParser(description=summary(doc))
     parser.add_argument("dirs", nargs="+", type=Path, help="directories holding result.json")
     parser.add_argument("--out", type=Path, help="markdown file (default: print)")
     for flag, keywords in options:

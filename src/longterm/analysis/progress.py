@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 from omegaconf import OmegaConf
 
+from longterm.analysis.arguments import summary
 from longterm.analysis.events import accumulator
 from longterm.analysis.runs import epochs_trained, run_dirs
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
@@ -116,7 +117,7 @@ def progress(sweeps: list[str | Path]) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=summary(__doc__))
     parser.add_argument("sweeps", nargs="+", help="sweep directories (outputs/<sweep>)")
     args = parser.parse_args(argv)
     missing = [s for s in args.sweeps if not Path(s).is_dir()]

@@ -2,9 +2,10 @@
 
 A run directory (a Hydra job: it holds `.hydra/`) without a result.json, or with one that does
 not parse, is skipped with a warning naming it, as is a run that has not finished (interrupted,
-failed). Diverged runs are kept: they are results. Beside `n_params` stands `state_size`
-(numbers per sequence the model carries at inference, training/result.py), empty for a run
-recorded before it was, or of a model with no step form. The training recipe's settings
+failed) and a debug run (status debug: Lightning's debugging keys, config/debug.py). Diverged
+runs are kept: they are results. Beside `n_params` stands `state_size` (numbers per sequence the
+model carries at inference, training/result.py), empty for a run recorded before it was, or of a
+model with no step form. The training recipe's settings
 (`optim`, `weight_decay`, `schedule`, `warmup`, `clip`) are those the run recorded, or, for a run
 recorded before them, the paper's recipe it trained with (store/upgrade.py).
 """

@@ -20,7 +20,7 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 from longterm.config.builtins import CONF
 from longterm.models.build import build_encoder, build_readout
 from longterm.tasks import default_width
@@ -87,7 +87,7 @@ def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=summary(__doc__))
     parser.add_argument("--dim", type=at_least(1), default=64, help="D, the width of every model")
     dim = parser.parse_args(argv).dim
     try:

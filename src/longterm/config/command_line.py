@@ -25,9 +25,11 @@ from omegaconf.errors import OmegaConfBaseException
 from longterm.config import run_names  # noqa: F401  registers the resolvers naming run dirs
 from longterm.config.builtins import builtin_path
 from longterm.config.compositions import Compositions, with_job_section
+from longterm.config.debug import debug_conflict
 from longterm.config.hydra_internals import start_hydra
 from longterm.config.machine_checks import (
     check_accelerator,
+    check_logger,
     check_output_dir,
     check_trainer_keys,
     warn_without_accounting,
@@ -102,7 +104,7 @@ def composing(config_dir: Path, extra_dir: Path | None = None) -> Iterator[None]
         GlobalHydra.instance().clear()
 
 
-OPTIONAL_GROUPS = ("arch", "experiment")  # null by default: a run needs no choice there
+OPTIONAL_GROUPS = ("arch", "experiment", "debug")  # null by default: a run needs no choice there
 
 
 def job_overrides(overrides: list[str], sweeper_params: DictConfig | None) -> list[list[str]]:
@@ -147,12 +149,15 @@ def explain(error: Exception, overrides: list[str]) -> str:
 
 
 def check_null_groups(overrides: list[str], config_dir: Path) -> None:
-    """`group=null` (Hydra's way to drop a default) for a group every run needs."""
+    """`group=null`, which this Hydra refuses with a traceback (`~group` drops a default), and
+    `group=true|false`, which names no conf file (`logger=false`: logger=none is the choice)."""
     for override in overrides:
         group, _, value = override.partition("=")
         options = sorted(p.stem for p in (config_dir / group).glob("*.yaml"))
-        if value == "null" and options and group not in OPTIONAL_GROUPS:
-            raise ConfigError(f"{group}=null is invalid: choose one of {', '.join(options)}")
+        if not options or value.lower() not in ("null", "true", "false"):
+            continue
+        none = "leave it out (none by default) or " if group in OPTIONAL_GROUPS else ""
+        raise ConfigError(f"{group}={value} is invalid: {none}choose one of {', '.join(options)}")
 
 
 def check_names(
@@ -246,13 +251,13 @@ def job_composed(composing: Compositions, overrides: list[str]) -> DictConfig:
 
 def check_run_dir(job: DictConfig, run_dir: Path) -> None:
     """ConfigError when `run_dir` is in use by a live process (store/run_dir.py: its lock), or
-    holds a run of other settings than `job`'s (config/run_settings.py), before Hydra writes
-    anything there."""
+    holds a run of other settings than `job`'s (config/run_settings.py), or a real run where
+    `job` is a debug run (config/debug.py), before Hydra writes anything there."""
     who = holder(run_dir)
     if who is not None:
         raise ConfigError(in_use(run_dir, who))
     try:
-        conflict = other_settings(job, run_dir)
+        conflict = other_settings(job, run_dir) or debug_conflict(job, run_dir)
     except RunDirError as e:
         raise ConfigError(str(e)) from None
     if conflict is not None:
@@ -289,6 +294,7 @@ def check(argv: list[str], config_dir: Path, config_name: str = "train") -> None
                 validate(job)
             for job in jobs:
                 check_trainer_keys(job)
+                check_logger(job)
                 check_accelerator(job)
             for job, full in zip(jobs, with_hydra, strict=True):
                 check_run_dir(job, job_run_dir(full, multirun))

@@ -10,15 +10,20 @@ per set of such overrides, and the second step is Hydra's function applied to a 
 the command-line check (longterm.config.command_line) and by every launcher through the sweeper
 (hydra_plugins/longterm_launcher/sweeper.py); tests/test_compositions.py holds the result equal
 to Hydra's own composition, Hydra's section included.
+
+A job's `hydra.job.override_dirname` is written here (overrides_dirname), as Hydra 1.3 writes it
+(hydra/_internal/config_loader_impl.py: get_overrides_dirname, which Hydra's main branch removed
+with the eager key itself); the test holds the two equal while Hydra 1.3 is installed.
 """
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override, OverrideType
 from omegaconf import DictConfig
 
-from longterm.config.hydra_internals import apply_values, get_overrides_dirname
+from longterm.config.hydra_internals import apply_values
 
 
 class Compositions:
@@ -63,6 +68,19 @@ class Compositions:
         return cfg
 
 
+def overrides_dirname(
+    overrides: Iterable[Override], exclude_keys: Iterable[str], item_sep: str, kv_sep: str
+) -> str:
+    """The name Hydra gives a job's overrides (`hydra.job.override_dirname`): each override as
+    typed, but those of `exclude_keys`, sorted, joined by `item_sep`, with every `=` in it
+    (a value's too) made `kv_sep` (a replacement string of `re.sub`, as in Hydra). `b=x=y` and
+    `a=1` with kv_sep `:`: `a:1,b:x:y`."""
+    excluded = set(exclude_keys)
+    lines = sorted(o.input_line for o in overrides if o.key_or_group not in excluded)
+    assert None not in lines  # every override parsed from a command line has its line
+    return re.sub("[=]", kv_sep, item_sep.join(lines))
+
+
 def with_job_section(cfg: DictConfig, parsed: list[Override]) -> DictConfig:
     """`cfg` (composed from the overrides `parsed`) with the part of Hydra's section that a
     launcher writes for the job, as Hydra writes it: `hydra.overrides.task` and
@@ -70,7 +88,7 @@ def with_job_section(cfg: DictConfig, parsed: list[Override]) -> DictConfig:
     app = [o for o in parsed if not o.is_hydra_override()]
     dirname = cfg.hydra.job.config.override_dirname
     cfg.hydra.overrides.task = [o.input_line for o in app]
-    cfg.hydra.job.override_dirname = get_overrides_dirname(
+    cfg.hydra.job.override_dirname = overrides_dirname(
         overrides=app,
         exclude_keys=list(dirname.exclude_keys),
         item_sep=dirname.item_sep,

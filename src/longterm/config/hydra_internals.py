@@ -6,15 +6,19 @@
   `initialize_config_dir` takes one directory only); the command-line check uses it.
 - `apply_values`: Hydra's second step of composition, the plain `key=value` overrides applied to
   a composed config (config/compositions.py).
-- The basic sweeper and the name of a job's overrides, which the project's sweeper extends
+- The basic sweeper, which the project's sweeper extends
   (src/hydra_plugins/longterm_launcher/sweeper.py). Its module is given, not its classes:
   Hydra's plugin scan executes `hydra._internal.core_plugins` again in place, so a class bound
   here before the scan would be an older one than the class Hydra instantiates with.
+
+What each is, whether Hydra's main branch still has it and what to check at an upgrade:
+docs/development.md, "Library internals". A job's override_dirname, which Hydra's main branch
+no longer writes, is the project's own (config/compositions.py: overrides_dirname).
 """
 
 from pathlib import Path
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl, get_overrides_dirname
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra._internal.core_plugins import basic_sweeper
 from hydra._internal.hydra import Hydra
 from hydra._internal.utils import create_config_search_path
@@ -22,7 +26,7 @@ from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig
 
-__all__ = ["apply_values", "basic_sweeper", "get_overrides_dirname", "start_hydra"]
+__all__ = ["apply_values", "basic_sweeper", "start_hydra"]
 
 
 def start_hydra(config_dir: Path, extra_dir: Path | None = None) -> None:

@@ -1,9 +1,11 @@
 """Checks of a command line against the machine it runs on, before any job starts: the
-accelerator it names exists, every trainer key is an argument of Lightning's Trainer, the output
-directory can be made, and a sweep sent to SLURM is warned when accounting cannot follow its jobs.
-Lightning is imported only when a check needs it."""
+accelerator it names exists, every trainer key is an argument of Lightning's Trainer, the logger
+is a Lightning logger that takes its keys, the output directory can be made, and a sweep sent to
+SLURM is warned when accounting cannot follow its jobs. Lightning (and a user's logger) is
+imported only when a check needs it."""
 
 import difflib
+import functools
 import inspect
 import os
 import shutil
@@ -14,8 +16,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from longterm.config.builtins import CONF
 from longterm.config.schema import TrainerSection
 from longterm.config.validate import ConfigError
+from longterm.plugins.resolve import PluginError, resolve
 
 
 def check_accelerator(cfg: DictConfig) -> None:
@@ -53,6 +57,58 @@ def check_trainer_keys(cfg: DictConfig) -> None:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean trainer.{close[0]}?" if close else "see Trainer's arguments"
             raise ConfigError(f"trainer.{key} is not an argument of Lightning's Trainer: {hint}")
+
+
+@functools.cache  # the package's own conf files: read once per process, not once per job
+def builtin_loggers() -> dict[str, set[str]]:
+    """The built-in loggers (conf/logger/*.yaml): each one's import path and its keys."""
+    confs = (OmegaConf.load(path) for path in sorted((CONF / "logger").glob("*.yaml")))
+    return {
+        str(c["_target_"]): set(c) for c in confs if isinstance(c, DictConfig) and "_target_" in c
+    }
+
+
+LOGGER_HOWTO = "a logger of your own: docs/running.md, Loggers"
+
+
+def check_logger(cfg: DictConfig) -> None:
+    """The logger section is none (logger=none) or a Lightning logger by import path whose
+    `__init__` takes its keys and is given those it needs; the class is imported (and Lightning
+    with it) only when it is not a built-in's (conf/logger/*.yaml) with a built-in's keys."""
+    logger = cfg.get("logger")
+    if not logger:
+        return
+    if not isinstance(logger, DictConfig) or "_target_" not in logger:
+        raise ConfigError(
+            f"logger={logger} is invalid: choose a logger= of conf/logger/, or give "
+            f"logger._target_ ({LOGGER_HOWTO})"
+        )
+    path, keys = str(logger["_target_"]), [k for k in logger if k != "_target_"]
+    if set(keys) | {"_target_"} <= builtin_loggers().get(path, set()):
+        return
+    try:
+        cls = resolve(path, "logger._target_")
+    except PluginError as e:
+        raise ConfigError(str(e)) from None
+    from pytorch_lightning.loggers import Logger
+
+    if not (isinstance(cls, type) and issubclass(cls, Logger)):
+        raise ConfigError(
+            f"logger._target_={path} is invalid: not a Lightning logger (a subclass of "
+            "pytorch_lightning.loggers.Logger)"
+        )
+    params = inspect.signature(cls).parameters
+    any_key = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    for key in keys:
+        if key not in params and not any_key:
+            raise ConfigError(
+                f"logger.{key} is not an argument of {path}: remove it (~logger.{key}) or give "
+                f"the logger a conf file of its own ({LOGGER_HOWTO})"
+            )
+    for name, p in params.items():
+        needed = p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        if needed and name not in keys:
+            raise ConfigError(f"logger.{name} is missing: {path} needs it (+logger.{name}=...)")
 
 
 def check_output_dir(cfg: DictConfig, multirun: bool) -> None:

@@ -14,10 +14,11 @@ the same command maps each job to the same directory every time. A sweep directo
 this scheme keeps its jobs' old names (Hydra's `override_dirname`), so rerunning its command
 still resumes them.
 
-Importing this module registers the resolvers `${run_name:}` (the short part) and `${job_name:}`
-(a sweep job's whole name); `longterm.config.command_line`, which src/train.py imports, does so
-before Hydra composes. Hydra hands the registered resolvers to the job processes a launcher starts
-(submitit).
+Importing this module registers the resolvers `${run_name:}` (the short part), `${job_name:}`
+(a sweep job's whole name) and `${debug_dir:}` (`debug/` for a run with Lightning's debugging
+keys, which so goes under outputs/debug/: config/debug.py); `longterm.config.command_line`, which
+src/train.py imports, does so before Hydra composes. Hydra hands the registered resolvers to the
+job processes a launcher starts (submitit).
 """
 
 import hashlib
@@ -25,6 +26,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
+
+from longterm.config.debug import debug_dir
 
 DEFAULT_MODEL = "feedforward"  # the paper's network: not named
 MAX_NAME = 200  # characters; beyond it the other overrides are replaced by a digest of them
@@ -71,9 +74,10 @@ def job_name(cfg: DictConfig) -> str:
 
 
 def register() -> None:
-    """Make `${run_name:}` and `${job_name:}` resolvable (idempotent)."""
+    """Make `${run_name:}`, `${job_name:}` and `${debug_dir:}` resolvable (idempotent)."""
     OmegaConf.register_new_resolver("run_name", lambda *, _root_: short_name(_root_), replace=True)
     OmegaConf.register_new_resolver("job_name", lambda *, _root_: job_name(_root_), replace=True)
+    OmegaConf.register_new_resolver("debug_dir", lambda *, _root_: debug_dir(_root_), replace=True)
 
 
 register()

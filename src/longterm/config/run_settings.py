@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
 from longterm.store.records import FINAL_STATUSES
-from longterm.store.run_dir import run_record
+from longterm.store.run_dir import debug_run, run_record
 from longterm.store.upgrade import ADDED_SETTINGS, current_settings
 
 HYDRA_CONFIG = ".hydra/config.yaml"
@@ -141,9 +141,10 @@ def recorded(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
 
 def other_settings(cfg: DictConfig, run_dir: Path) -> str | None:
     """Why a run of `cfg` may not run in `run_dir` (one line), or None when it may: the run the
-    directory holds has other settings."""
+    directory holds has other settings. A debug run's directory takes any run, which starts over
+    there (store/run_dir.py: clear_debug_run)."""
     found = recorded(run_dir)
-    if found is None:
+    if found is None or debug_run(run_record(run_dir)):
         return None
     status, theirs = found  # a key a record of older code lacks is not held against it
     differ = [f"{k}={theirs[k]!r}" for k, v in run_params(cfg).items() if theirs.get(k, v) != v]

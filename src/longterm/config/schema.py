@@ -298,8 +298,29 @@ def device_choice(value: Any) -> Any:
     )
 
 
+def batch_limit(value: Any) -> Any:
+    """Lightning's limit_train_batches, limit_val_batches and overfit_batches: a count of batches
+    (an integer >= 0) or a fraction of them (a number from 0 to 1); null for no limit."""
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    if type(value) is float and 0 <= value <= 1:
+        return value
+    raise PydanticCustomError(
+        "batches", "Input should be a number of batches (an integer >= 0) or a fraction 0..1"
+    )
+
+
+def dev_run(value: Any) -> Any:
+    """Lightning's fast_dev_run: true (one batch), false, or a number of batches >= 0."""
+    if type(value) is bool or (type(value) is int and value >= 0):
+        return value
+    raise PydanticCustomError("fast_dev_run", "Input should be true, false or an integer >= 0")
+
+
 class TrainerSection(OpenSection):
-    """Lightning Trainer options a user sets; Lightning's defaults where a config leaves one out."""
+    """Lightning Trainer options a user sets; Lightning's defaults where a config leaves one out.
+    The debugging keys (fast_dev_run, limit_*, overfit_batches) make a debug run
+    (config/debug.py)."""
 
     max_epochs: int = Field(ge=1)
     accelerator: Literal[ACCELERATORS] = "auto"
@@ -309,6 +330,10 @@ class TrainerSection(OpenSection):
     enable_progress_bar: bool = True
     enable_model_summary: bool = True
     deterministic: Literal[True, False, "warn"] = False
+    fast_dev_run: Annotated[Any, AfterValidator(dev_run)] = False
+    limit_train_batches: Annotated[Any, AfterValidator(batch_limit)] = None
+    limit_val_batches: Annotated[Any, AfterValidator(batch_limit)] = None
+    overfit_batches: Annotated[Any, AfterValidator(batch_limit)] = 0
 
 
 class StopWhenSolvedSection(Section):

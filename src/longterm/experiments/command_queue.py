@@ -29,7 +29,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 
 # For a cluster: each race holds two waiting Pythons here (the race's and its sweep's, torch
 # imported), so the default stays small.
@@ -101,7 +101,7 @@ def read(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=summary(__doc__))
     p.add_argument("file", nargs="?", help="the commands, one a line (default: standard input)")
     p.add_argument("--races", type=at_least(1), help=RACES_HELP)
     p.add_argument("--launcher", default="local", choices=("local", "slurm"), help="the races'")

@@ -33,7 +33,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 from longterm.experiments.command_queue import cores, read
 from longterm.experiments.lr_race import RaceError, checked_first_job, parser, read_results
 from longterm.store.records import FINAL_STATUSES, total_seconds
@@ -205,7 +205,7 @@ def table(rows: list[Row], n_cores: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=summary(__doc__))
     p.add_argument("file", help="the queue: command_queue's file of commands")
     p.add_argument(
         "--cores", type=at_least(1), default=cores(), help="commands at once (default: CPUs)"

@@ -1,6 +1,7 @@
 """A plugin's own keys: an encoder's from the model section, a readout's from the pool section,
 taken by the names of its `__init__` parameters and checked against their type hints (strict, as
-the schema) before training."""
+the schema) before training; a key given to a parameter without one is refused, in one line that
+says what to add."""
 
 import typing
 from typing import Any
@@ -11,6 +12,7 @@ from longterm.plugins.resolve import (
     ENCODER_ARGS,
     READOUT_ARGS,
     PluginError,
+    class_path,
     own_parameters,
     takes_any_key,
 )
@@ -78,9 +80,16 @@ def plugin_keys(
 
 
 def check_types(cls: type, values: dict[str, Any], key: str = "model") -> dict[str, Any]:
-    """`values` validated against the type hints of `cls.__init__` (strict, as the schema)."""
+    """`values` validated against the type hints of `cls.__init__` (strict, as the schema);
+    PluginError for a value whose parameter has no hint, which nothing could check."""
     hints = typing.get_type_hints(cls.__init__, include_extras=True)
-    fields = {k: (hints.get(k, Any), ...) for k in values}
+    unhinted = [k for k in values if k not in hints]
+    if unhinted:
+        raise PluginError(
+            f"{key}: {class_path(cls)}.__init__ parameter {unhinted[0]!r} has no type hint: "
+            "annotate it (int, float, bool, str, ...), so that its value is checked"
+        )
+    fields = {k: (hints[k], ...) for k in values}
     schema = create_model(f"{cls.__name__}Keys", __config__=ConfigDict(strict=True), **fields)
     try:
         return dict(schema.model_validate(values))

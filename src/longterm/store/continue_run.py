@@ -23,7 +23,15 @@ from pathlib import Path
 
 from longterm.store.checkpoint_files import UnsafeCheckpointError, relocate
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
-from longterm.store.run_dir import CHECKPOINTS, RunDirError, claim, event_files, holder, run_record
+from longterm.store.run_dir import (
+    CHECKPOINTS,
+    RunDirError,
+    claim,
+    debug_run,
+    event_files,
+    holder,
+    run_record,
+)
 from longterm.store.upgrade import current_settings
 
 
@@ -49,6 +57,8 @@ def finished_status(old: Path) -> str:
             "own command to finish it"
         )
     status = result.get("status")
+    if debug_run(result):
+        raise ContinueError(f"{old} holds a debug run ({status}): it is never continued")
     if status not in FINAL_STATUSES:
         raise ContinueError(f"{old} has status {status!r}: rerun its own command to resume it")
     schedule = current_settings(result)["schedule"]

@@ -20,6 +20,10 @@ RESULT_FILE = "result.json"
 # A run that ended with one of these is complete: rerunning its command does not train it again.
 # The others, "interrupted" and "failed", resume from the last checkpoint.
 FINAL_STATUSES = ("solved", "max_epochs", "diverged")
+# A run made with Lightning's debugging keys (config/debug.py: trainer.fast_dev_run, ...), which it
+# records as `debug`: never final, never resumed nor resumed from (the next run in its directory
+# trains from the start: store/run_dir.py, clear_debug_run), never collected.
+DEBUG_STATUS = "debug"
 # A launcher's record of its invocations in a sweep directory (longterm.experiments.lr_race).
 SWEEP_RECORD = "sweep.json"
 # Every `src/train.py -m` command run in a sweep directory, oldest first (longterm.sweeps.multirun).

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from longterm.store.records import FINAL_STATUSES, RESULT_FILE, read_result
+from longterm.store.records import DEBUG_STATUS, FINAL_STATUSES, RESULT_FILE, read_result
 
 LOCK_FILE = ".lock"
 CHECKPOINTS = "checkpoints"  # conf/callbacks/default.yaml: last.ckpt and best.ckpt
@@ -99,6 +99,24 @@ def finished(run_dir: str | Path) -> dict[str, Any] | None:
     """The result of a completed run in `run_dir` (status in FINAL_STATUSES), else None."""
     result = run_record(run_dir)
     return result if result is not None and result.get("status") in FINAL_STATUSES else None
+
+
+def debug_run(result: dict[str, Any] | None) -> bool:
+    """Whether `result` is a debug run's record (records.DEBUG_STATUS): its `debug` entry, the
+    debugging keys it was made with, is there from its start, whatever its status."""
+    return result is not None and (
+        bool(result.get("debug")) or result.get("status") == DEBUG_STATUS
+    )
+
+
+def clear_debug_run(run_dir: str | Path) -> bool:
+    """When `run_dir` holds a debug run, remove its checkpoints, which no run resumes from, and
+    return True: the run about to start there trains from the start. False otherwise."""
+    if not debug_run(run_record(run_dir)):
+        return False
+    for path in (Path(run_dir) / CHECKPOINTS).glob("*.ckpt"):
+        path.unlink()
+    return True
 
 
 def event_files(run_dir: str | Path) -> list[Path]:

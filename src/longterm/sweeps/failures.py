@@ -45,16 +45,25 @@ class Failures:
         self.interrupted += interrupted
         self.not_started += not_started
 
-    def verdict(self) -> str | None:
-        """The line the sweep ends with when not every job ended (None when every one did)."""
+    def verdict(self, resume: str | None = None) -> str | None:
+        """The line the sweep ends with when not every job ended (None when every one did),
+        ending with `resume`, the command that resumes it (training/faults.py:
+        resume_command)."""
         stopped = f"{len(self)} job(s) of the sweep stopped; each said why above"
+        if self.signal is None and not self:
+            return None
         if self.signal is None:
-            return stopped if self else None
-        line = (
-            f"the sweep was stopped by {self.signal}: {self.interrupted} job(s) interrupted, "
-            f"{self.not_started} not started; rerun the same command to resume them"
-        )
-        return f"{line}; and {stopped}" if self else line
+            line = stopped
+        else:
+            line = (
+                f"the sweep was stopped by {self.signal}: {self.interrupted} job(s) "
+                f"interrupted, {self.not_started} not started"
+            )
+            if resume is None:
+                line += "; rerun the same command to resume them"
+            if self:
+                line += f"; and {stopped}"
+        return line if resume is None else f"{line}; resume them with: {resume}"
 
 
 FAILURES = Failures()  # this process's sweep

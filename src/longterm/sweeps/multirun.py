@@ -3,7 +3,8 @@ launched the sweep, whatever the launcher: `RecordCommand` appends the command t
 directory's commands.json, with the environment variables a rerun needs (`env`: PYTHONPATH when
 set; the collector's sweeps.md lists every command a directory was run with), and `JobsTable`
 ends the sweep with a table of its jobs: settings (the job's directory name,
-longterm.config.run_names), status, best validation accuracy and epochs."""
+longterm.config.run_names), status, best validation accuracy and epochs, and, when a job did not
+finish, one line ending with the command that resumes the sweep in its directory."""
 
 import os
 import sys
@@ -59,7 +60,10 @@ class JobsTable(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         if sweep_dir.is_dir():
             print(jobs_table(sweep_dir), flush=True)
-        verdict = FAILURES.verdict()
+        from longterm.training.faults import resume_command  # torch: once the sweep ends
+
+        resume = resume_command(sys.argv, "hydra.sweep.dir", sweep_dir)
+        verdict = FAILURES.verdict(resume)
         if verdict is not None:
             sys.exit(f"error: {verdict}")
 

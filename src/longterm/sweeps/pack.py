@@ -49,6 +49,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from longterm.choices import AUTO, FUSED_ENCODER, PAPER_READOUTS
+from longterm.config.debug import debug_keys
 from longterm.config.validate import ConfigError, validate
 from longterm.store.checkpoint_files import load_checkpoint
 from longterm.store.run_dir import claim
@@ -73,12 +74,14 @@ RANK_ZERO = "pytorch_lightning.utilities.rank_zero"  # Lightning's info lines
 def packable(cfg: DictConfig) -> bool:
     """Whether runs of `cfg` can be members of a pack: the paper's network, by its classes (the
     feed-forward encoder and either of the paper's poolings), whatever their names, on one-hot
-    inputs and with no evaluation at other lengths; others run alone (a task of token inputs
-    puts an embedding in front, which the stacked members do not carry; eval.lengths runs after
-    a run's own training)."""
+    inputs, with no evaluation at other lengths and no debugging key; others run alone (a task
+    of token inputs puts an embedding in front, which the stacked members do not carry;
+    eval.lengths runs after a run's own training; Lightning's debugging keys, config/debug.py,
+    are a Trainer's, and a pack's members share one)."""
     paper = cfg.model.encoder == FUSED_ENCODER and cfg.pool.readout in PAPER_READOUTS
     one_hot = cfg.task.get("inputs", "onehot") == "onehot"
-    return paper and one_hot and not OmegaConf.select(cfg, "eval.lengths", default=None)
+    alone = OmegaConf.select(cfg, "eval.lengths", default=None) or debug_keys(cfg.trainer)
+    return paper and one_hot and not alone
 
 
 def train_pack(

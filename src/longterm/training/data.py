@@ -117,6 +117,10 @@ class TaskDataModule(L.LightningDataModule):
         return KeyedBatches(self.train_recipe(), self.seed, TRAIN)
 
     def train_dataloader(self) -> DataLoader:
+        if getattr(self.trainer, "overfit_batches", 0) > 0:  # none without a Trainer
+            return first_epoch_loader(
+                self.keyed_batches(), self.batches_per_epoch, self.num_workers, self.device_type()
+            )
         return keyed_loader(
             self.keyed_batches(), self.batches_per_epoch, self.num_workers, self.device_type()
         )
@@ -155,6 +159,35 @@ def keyed_loader(
         batches,
         sampler=EpochKeys(batches_per_epoch),
         batch_size=None,  # each item is already a whole batch
+        num_workers=workers,
+        persistent_workers=workers > 0,
+        pin_memory=device == "cuda",
+    )
+
+
+class FirstEpoch(Dataset):
+    """The first epoch's batches, by index: item i is the batch of key (0, i), every epoch."""
+
+    def __init__(self, batches: KeyedBatches, n: int):
+        self.batches, self.n = batches, n
+
+    def __getitem__(self, index: int) -> Batch:
+        return self.batches[(0, index)]
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def first_epoch_loader(
+    batches: KeyedBatches, batches_per_epoch: int, num_workers: int | str, device: str
+) -> DataLoader:
+    """The loader under Lightning's `trainer.overfit_batches` (a debug run, config/debug.py): the
+    first epoch's batches in order every epoch, of which Lightning takes the first N, so the run
+    fits the same batches again (a batch's key holds its epoch: the usual loader draws new ones)."""
+    workers = feed_workers(num_workers, device)
+    return DataLoader(
+        FirstEpoch(batches, batches_per_epoch),  # in order: Lightning's overfitting asks for it
+        batch_size=None,
         num_workers=workers,
         persistent_workers=workers > 0,
         pin_memory=device == "cuda",

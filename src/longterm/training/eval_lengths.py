@@ -9,21 +9,33 @@ the same sequences whatever its training; batches of `data.batch_size`, each sco
 forward passes as the memory available allows (a batch of 100 sequences of 10,000 steps at MQAR's
 vocabulary of 8,192 would hold 36 GB of logits at once). The accuracy is the
 validation's (the module's metric, a fresh copy): the final weights, in eval mode. result.json
-records `eval_lengths`: {"<T0>": accuracy, ...} and `eval_sequences`.
+records `eval_lengths`: {"<T0>": accuracy, ...} and `eval_sequences`; the run ends with them in
+one line (`lengths_line`).
+
+A finished run is scored at lengths it has not been scored at (`add_lengths`) the same way, from
+its last checkpoint, which holds the final weights of a run that ended at an epoch's end (solved
+or at its epoch limit): by a rerun of its command with more eval.lengths (training/run.py), or by
+`python -m longterm.analysis.evaluate RUN --lengths ...`.
 """
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from longterm.store.checkpoint_files import load_checkpoint
+from longterm.store.records import RESULT_FILE, write_result
+from longterm.store.run_dir import CHECKPOINTS
 from longterm.training.batches import FixedLengthBatches, batch_rng
+from longterm.training.faults import Interrupted, RunError
 from longterm.training.memory_estimate import available_bytes, eval_batch
 from longterm.training.module import MemoryTaskModule
+from longterm.training.parts import build_model, check_memory
 
 EVAL = 2  # the random stream of these sequences (batches.TRAIN is 0, VALIDATION 1)
 
@@ -94,3 +106,66 @@ def sigterm_stops() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def lengths_line(result: dict[str, Any]) -> str:
+    """A record's accuracy at its eval.lengths, shortest first, in one line:
+    `at lengths 128: 97.0%, 256: 88.1% (1000 sequences each)`."""
+    found = sorted(result["eval_lengths"].items(), key=lambda item: int(item[0]))
+    each = ", ".join(f"{T0}: {100 * acc:.1f}%" for T0, acc in found)
+    return f"at lengths {each} ({result['eval_sequences']} sequences each)"
+
+
+# The statuses whose last checkpoint holds the weights training ended with: a diverged run's
+# last weights (not finite) are in none.
+SCORED_FROM_LAST = ("solved", "max_epochs")
+
+
+def add_lengths(
+    cfg: DictConfig,
+    run_dir: Path,
+    result: dict[str, Any],
+    lengths: Sequence[int],
+    sequences: int,
+    asked_as: str = "eval.sequences=",
+) -> dict[str, Any]:
+    """The finished run in `run_dir` (its config `cfg`, its record `result`) scored at those of
+    `lengths` its record lacks, on `sequences` sequences each, as `length_accuracies` scores a
+    run when its training ends: the weights it ended with, from its last checkpoint. They are
+    recorded beside its other eval_lengths in result.json (written whole; its other keys kept);
+    return the record. RunError, one line, for a run whose last checkpoint is not its final
+    weights or is gone, or whose eval_lengths were scored on another number of sequences
+    (`asked_as`: how the caller's user gives that number)."""
+    scored = result.get("eval_lengths") or {}
+    new = [T0 for T0 in dict.fromkeys(lengths) if str(T0) not in scored]
+    if not new:
+        return result
+    where = run_dir / RESULT_FILE
+    before = result.get("eval_sequences")
+    if scored and before != sequences:
+        raise RunError(
+            f"{where} has eval_lengths scored on {before} sequences each: score "
+            f"{', '.join(map(str, new))} on as many ({asked_as}{before})"
+        )
+    if result.get("status") not in SCORED_FROM_LAST:
+        raise RunError(
+            f"{where} has status {result.get('status')!r}: its final weights are in no "
+            f"checkpoint, so it cannot be scored at new lengths (only a run that is "
+            f"{' or '.join(SCORED_FROM_LAST)})"
+        )
+    last = run_dir / CHECKPOINTS / "last.ckpt"
+    if not last.is_file():
+        raise RunError(f"{last} is missing: the run cannot be scored at new lengths")
+    module = build_model(cfg)
+    module.load_state_dict(load_checkpoint(last)["state_dict"])
+    on_gpu = cfg.trainer.get("accelerator") != "cpu" and torch.cuda.is_available()
+    module.to("cuda" if on_gpu else "cpu")
+    asked = OmegaConf.merge(cfg, {"eval": {"lengths": new, "sequences": sequences}})
+    check_memory(asked, module, 1)
+    try:
+        found = length_accuracies(asked, module)["eval_lengths"]
+    except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, or SIGTERM (sigterm_stops)
+        raise Interrupted(f"interrupted: {where} is as it was") from e
+    result = {**result, "eval_lengths": {**scored, **found}, "eval_sequences": sequences}
+    write_result(run_dir, result)
+    return result

@@ -5,12 +5,17 @@ what to do (the command line's mistakes are refused before, by config/).
 (`HYDRA_FULL_ERROR=1` shows the traceback). `explain` turns the errors a user can cause into one:
 a run directory in use, a disk that is full or cannot be written, a checkpoint that cannot be
 read or would run code, a key a library refuses. Anything else is a fault of the code and keeps
-its traceback.
+its traceback. A run stopped by a signal ends with `Interrupted`'s line. The line of a run that
+stopped or failed ends with the command that resumes it (`resume_command`): a default run or
+sweep directory is new at each command, so "the same command" alone would start afresh.
 """
 
 import errno
 import logging
+import re
+import shlex
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 from longterm.store.checkpoint_files import UnsafeCheckpointError
@@ -19,6 +24,12 @@ from longterm.store.run_dir import RunDirError
 
 class RunError(RuntimeError):
     """A run stopped by its situation, not by the code; the message is one line."""
+
+
+class Interrupted(SystemExit):
+    """A run stopped by a signal (Ctrl-C, SIGTERM, a requeue), recorded as interrupted: the
+    process ends with its message, one line (the same command in the same directory resumes
+    it)."""
 
 
 class RunFailed(RunError):  # noqa: N818  a RunError, named for what befell the run
@@ -88,3 +99,21 @@ def failure_line(error: BaseException, run_dir: Path, log_file: Path | None) -> 
     else:
         where = f" (traceback in {log_file})"
     return f"{run_dir} failed: {type(error).__name__}: {message}{where}"
+
+
+# A value Hydra reads as the plain string it is; any other is quoted for Hydra, its quotes escaped
+# (a path with a comma would read as a sweep, one with a bracket as a list).
+HYDRA_PLAIN = re.compile(r"[\w/.+-]+")
+
+
+def resume_command(argv: Sequence[str], key: str, directory: str | Path) -> str:
+    """The command line that resumes a run or a sweep in `directory`: `argv` (sys.argv, the
+    script and its arguments as typed) after `python`, with `key=directory` in place of any
+    `key` it gave (`key`: hydra.run.dir for a run, hydra.sweep.dir for a sweep), quoted for the
+    shell. A rerun in a sweep's directory trains only what did not finish: a job whose
+    result.json is final is not trained again (store/run_dir.py: finished)."""
+    value = str(directory)
+    if not HYDRA_PLAIN.fullmatch(value):
+        value = "'" + value.replace("'", "\\'") + "'"
+    kept = [a for a in argv[1:] if a.split("=", 1)[0].lstrip("+~") != key]
+    return shlex.join(["python", argv[0], *kept, f"{key}={value}"])

@@ -1,21 +1,25 @@
 """The parts of one run that `Trainer.fit` is given, built from its config: the model (encoder,
-readout and head inside the LightningModule), the callbacks, the TensorBoard logger and the
-Trainer, with the checkpoint it resumes from (chosen in training/checkpoints.py). One assembly
+readout and head inside the LightningModule), the callbacks, the logger (TensorBoard's, CSV, a
+user's) and the Trainer, with the checkpoint it resumes from (chosen in training/checkpoints.py;
+none after a debug run, config/debug.py). One assembly
 (`assemble`) serves a run alone (training/run.py) and a pack's member (sweeps/pack.py), so the two
 are built alike. No import-time side effects: analysis and benchmarks import these factories too.
 """
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as L
 import torch
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
-from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.loggers import Logger, TensorBoardLogger
 
+from longterm.config.debug import debug_keys
 from longterm.models.build import build_readout, sequence_model
+from longterm.store.run_dir import clear_debug_run
 from longterm.tasks.inputs import encoder_in_features
 from longterm.training.checkpoints import AtomicCheckpointIO, resume_from
 from longterm.training.faults import RunError
@@ -94,18 +98,23 @@ def check_memory(cfg: DictConfig, module: MemoryTaskModule, side_by_side: int) -
         raise RunError(too_large)
 
 
-def run_logger(cfg: DictConfig, resumed_at: int | None) -> TensorBoardLogger | bool:
-    """The run's TensorBoard logger (False without one). Events from `resumed_at` on (the
-    interrupted epoch; an epoch's validation is logged at the step before) came from the process
-    that stopped and are logged again: the writer marks them stale, so TensorBoard shows one
-    continuous curve in the same directory."""
+def run_logger(cfg: DictConfig, resumed_at: int | None) -> Logger | bool:
+    """The run's logger (False without one). Events from `resumed_at` on (the interrupted epoch;
+    an epoch's validation is logged at the step before) came from the process that stopped and
+    are logged again: a logger that takes `purge_step` (TensorBoard's writer, the CSV logger of
+    training/loggers.py) drops or marks them stale, so the run shows one continuous curve in the
+    same directory; 0 for a run that starts over a debug run's directory."""
     if not cfg.logger:
         return False
-    return instantiate(cfg.logger, **({} if resumed_at is None else {"purge_step": resumed_at}))
+    if resumed_at is None:
+        return instantiate(cfg.logger)
+    cls = get_class(cfg.logger["_target_"])
+    purges = issubclass(cls, TensorBoardLogger) or "purge_step" in inspect.signature(cls).parameters
+    return instantiate(cfg.logger, **({"purge_step": resumed_at} if purges else {}))
 
 
 def run_trainer(
-    cfg: DictConfig, callbacks: list[L.Callback], logger: TensorBoardLogger | bool, **kw: Any
+    cfg: DictConfig, callbacks: list[L.Callback], logger: Logger | bool, **kw: Any
 ) -> L.Trainer:
     """The Trainer of `cfg.trainer`, writing checkpoints so that a failed write costs none."""
     plugins = [*instantiate(cfg.trainer.get("plugins") or []), AtomicCheckpointIO()]
@@ -123,18 +132,24 @@ class Parts:
     callbacks: list[L.Callback]
     ckpt: Path | None  # the checkpoint it resumes from
     resumed_at: int | None  # the update it resumes after
-    logger: TensorBoardLogger | bool
+    logger: Logger | bool
     jobs: int  # processes side by side with this one (launcher=parallel), itself included
 
 
 def assemble(cfg: DictConfig, members: int = 1) -> Parts:
     """The parts of the run of `cfg`, built after seeding with its seed: the model, the machine's
     share and the memory check (for `members` runs in this process), the callbacks, the
-    checkpoint to resume from and the logger."""
+    checkpoint to resume from and the logger. A debug run resumes from none, and a run in a debug
+    run's directory starts over: its checkpoints are removed, its logged events purged."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     module = build_model(cfg)
     jobs = take_budget(cfg)
     check_memory(cfg, module, jobs * members)
     callbacks = run_callbacks(cfg)
-    ckpt, resumed_at = resume_from(module, callbacks)  # training/checkpoints.py
-    return Parts(module, callbacks, ckpt, resumed_at, run_logger(cfg, resumed_at), jobs)
+    over = clear_debug_run(cfg.run_dir)  # store/run_dir.py
+    if over or debug_keys(cfg.trainer):
+        ckpt, resumed_at = None, None
+    else:
+        ckpt, resumed_at = resume_from(module, callbacks)  # training/checkpoints.py
+    logger = run_logger(cfg, 0 if over else resumed_at)
+    return Parts(module, callbacks, ckpt, resumed_at, logger, jobs)

@@ -15,7 +15,10 @@ a model with no step form). A resumed run's `wall_time_s` is its last process's,
 `earlier_wall_time_s` what the processes before it recorded in the same directory (null for a run
 not resumed, or continued into a new directory by store/continue_run; a process killed outright
 records none). A finished run with `eval.lengths` adds `eval_lengths` ({"<T0>": accuracy}) and
-`eval_sequences` (training/eval_lengths.py).
+`eval_sequences` (training/eval_lengths.py), which a rerun with more lengths, or
+`python -m longterm.analysis.evaluate RUN --lengths ...`, extends. A debug run (config/debug.py)
+adds `debug`, the debugging keys it was made with, in a record written as it starts, and ends with
+status `debug` (records.DEBUG_STATUS) and `debug_ended`, the status it would have had.
 """
 
 import logging
@@ -26,8 +29,10 @@ from typing import Any
 import pytorch_lightning as L
 from omegaconf import DictConfig, OmegaConf
 
+from longterm.config.debug import debug_keys, debug_line
 from longterm.config.run_settings import run_params
 from longterm.store.records import (
+    DEBUG_STATUS,
     FINAL_STATUSES,
     RESULT_FILE,
     git_commit,
@@ -40,6 +45,8 @@ from longterm.store.records import (
 )
 from longterm.training.callbacks import StopOnDivergence, StopWhenSolved, ignore_signal
 from longterm.training.checkpoints import best_checkpoint
+from longterm.training.eval_lengths import lengths_line
+from longterm.training.faults import Interrupted
 from longterm.training.memory_estimate import longest_width
 from longterm.training.module import MemoryTaskModule
 
@@ -81,11 +88,12 @@ def open_record(
     resumed_at: int | None,
 ) -> dict[str, Any]:
     """The run's result record as it stands before training (resuming from `ckpt`, after
-    `resumed_at` updates, when it is not None)."""
+    `resumed_at` updates, when it is not None). A debug run's is written at once, so that its
+    directory says it holds a debug run from the start (config/debug.py)."""
     params, sizes = run_params(cfg), measured(cfg, module)
     if ckpt is not None:
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
-    return {
+    record = {
         **params,
         "status": "failed",
         "resumed_at_update": resumed_at,
@@ -98,6 +106,11 @@ def open_record(
         "config": OmegaConf.to_container(cfg, resolve=True),
         "started_at": now(),
     }
+    debug = debug_keys(cfg.trainer)
+    if debug:
+        record["debug"] = debug
+        write_result(run_dir, {**record, "status": DEBUG_STATUS})
+    return record
 
 
 Ended = Callable[[dict[str, Any]], None]  # called with the record once written
@@ -132,7 +145,7 @@ def record_failure(
     if isinstance(error, KeyboardInterrupt) or (
         isinstance(error, SystemExit) and (not error.code or ctrl_c)
     ):
-        raise SystemExit(f"interrupted: {run_dir / RESULT_FILE}") from error
+        raise Interrupted(f"interrupted: {run_dir / RESULT_FILE}") from error
 
 
 def close_record(
@@ -143,20 +156,31 @@ def close_record(
     ended: Ended,
     say: logging.Logger | logging.LoggerAdapter = log,
 ) -> dict[str, Any]:
-    """Write the result of a run that `fit` ended, call `ended`, and say it in one line; return
-    it."""
+    """Write the result of a run that `fit` ended, call `ended`, and say it in one line (and its
+    accuracy at eval.lengths in another); return it."""
     run_dir = Path(result["run_dir"])
     result.update(counts, wall_time_s=seconds, finished_at=now())
-    if result["status"] in FINAL_STATUSES:
+    ends = result["status"]
+    if ends in FINAL_STATUSES:
         settle(cfg)
+        if result.get("debug"):  # never final: the next run in its directory starts over
+            result.update(status=DEBUG_STATUS, debug_ended=ends)
     write_result(run_dir, result)
     ended(result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
     say.info(
-        f"{result['status']} after {result['epochs']} epochs ({result['updates']} updates), "
-        f"best val/acc {best}, {result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
+        f"{debug_run_line(result)}{ends} after {result['epochs']} epochs "
+        f"({result['updates']} updates), best val/acc {best}, "
+        f"{result['wall_time_s']:.1f} s: {run_dir / RESULT_FILE}"
     )
+    if "eval_lengths" in result:
+        say.info(lengths_line(result))
     return result
+
+
+def debug_run_line(result: dict[str, Any]) -> str:
+    """What begins the closing line of a debug run: `debug run (trainer.fast_dev_run=True), `."""
+    return f"debug run ({debug_line(result['debug'])}), " if result.get("debug") else ""
 
 
 def outcome(

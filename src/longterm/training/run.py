@@ -1,10 +1,11 @@
 """One run: validate the config, claim the run directory, build the parts, fit, write
 `result.json` beside the TensorBoard events (docs in ../shared DESIGN.md, "The flow of one run").
 
-    train(cfg) -> validate -> claim run_dir -> finished already? -> assemble (training/parts.py;
-               the checkpoint to resume from: checkpoints.py) -> Trainer.fit (from last.ckpt when
-               there is one) -> the accuracy at eval.lengths (eval_lengths.py) -> result.json
-               (result.py) and the HPARAMS session's end (tensorboard.py)
+    train(cfg) -> validate -> claim run_dir -> finished already? (scored at the eval.lengths
+               it lacks: eval_lengths.py) -> assemble (training/parts.py; the checkpoint to
+               resume from: checkpoints.py) -> Trainer.fit (from last.ckpt when there is one)
+               -> the accuracy at eval.lengths (eval_lengths.py) -> result.json (result.py) and
+               the HPARAMS session's end (tensorboard.py)
 
 What the run needs of Hydra, the conf files on its search path that HPARAMS lists, its entry point
 hands it (`groups`: src/train.py, the packed launcher); nothing here reads Hydra's global state.
@@ -18,14 +19,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from longterm.config.debug import debug_conflict
 from longterm.config.run_settings import other_settings
 from longterm.config.validate import validate
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 from longterm.store.run_dir import RunDirError, claim, finished
 from longterm.training.checkpoints import saved_checkpoint
-from longterm.training.eval_lengths import length_accuracies
+from longterm.training.eval_lengths import add_lengths, length_accuracies, lengths_line
 from longterm.training.faults import RunError, explain
 from longterm.training.parts import assemble, instantiate_named, run_trainer
 from longterm.training.quiet import quiet_libraries
@@ -71,9 +73,11 @@ def claimed(run_dir: Path) -> Iterator[Path]:
 
 def already_finished(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
     """The result of the finished run in `run_dir` (None when there is none to return): not
-    trained again. RunDirError when the directory holds a run, finished or not, of other settings
-    (config/run_settings.py; the command line was checked so before Hydra wrote anything)."""
-    conflict = other_settings(cfg, run_dir)
+    trained again, but scored at those of the command's eval.lengths it was not scored at
+    (eval_lengths.add_lengths). RunDirError when the directory holds a run, finished or not, of
+    other settings (config/run_settings.py; the command line was checked so before Hydra wrote
+    anything)."""
+    conflict = other_settings(cfg, run_dir) or debug_conflict(cfg, run_dir)  # config/debug.py
     if conflict is not None:
         raise RunDirError(conflict)
     done = finished(run_dir)
@@ -81,6 +85,11 @@ def already_finished(cfg: DictConfig, run_dir: Path) -> dict[str, Any] | None:
         return None
     log.info(f"already {done['status']}, not trained again: {run_dir / RESULT_FILE}")
     settle(cfg)
+    lengths = OmegaConf.select(cfg, "eval.lengths", default=None)
+    if not lengths:
+        return done
+    done = add_lengths(cfg, run_dir, done, lengths, cfg.eval.sequences)  # those it lacks
+    log.info(lengths_line(done))
     return done
 
 

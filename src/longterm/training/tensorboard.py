@@ -23,18 +23,24 @@ marks no column as differing) through the logger's event writer (library_interna
   missing from a run that diverged before its first validation), and the session end with the
   real status: solved is a success, max_epochs, diverged and failed a failure. An
   interrupted run writes neither: the same command resumes it.
+- Only with a TensorBoard logger (conf/logger/tensorboard.yaml, or a user's subclass of
+  Lightning's), and not for a debug run (config/debug.py), which ends as no result: with another
+  logger (logger=csv, a user's) a run writes hparams.yaml and no HPARAMS records, a debug run
+  neither, and says so once.
 
 The conf files on the search path (`ConfGroups`) are read from Hydra by the run's entry point
 (src/train.py, the packed launcher: `on_search_path`) and handed to the run; nothing here reads
 Hydra's global state.
 """
 
+import logging
 import math
 import os
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ import pytorch_lightning as L
 from google.protobuf import struct_pb2
 from hydra.core.config_loader import ConfigLoader
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.loggers import Logger
 from pytorch_lightning.loggers import TensorBoardLogger as LightningTensorBoardLogger
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 from tensorboard.compat.proto.event_pb2 import Event
@@ -50,10 +57,13 @@ from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from longterm.choices import DATA, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
+from longterm.config.debug import debug_keys, debug_line
 from longterm.config.run_settings import COMMON_KEYS, own_params, run_params, section_own
 from longterm.store.atomic import atomic_write
 from longterm.store.run_dir import event_files
 from longterm.training.library_internals import add_summary
+
+log = logging.getLogger(__name__)
 
 
 class TensorBoardLogger(LightningTensorBoardLogger):
@@ -159,20 +169,32 @@ def group_configs(loader: ConfigLoader, group: str) -> Iterator[dict[str, Any]]:
             yield OmegaConf.to_container(source.load_config(path).config)
 
 
+@cache  # once per process: a local sweep's jobs share it
+def say_once(line: str) -> None:
+    log.info(line)
+
+
 def start_session(
-    logger: TensorBoardLogger | bool, cfg: DictConfig, record: Mapping[str, Any], groups: ConfGroups
+    logger: Logger | bool, cfg: DictConfig, record: Mapping[str, Any], groups: ConfGroups
 ) -> None:
     """hparams.yaml, and the HPARAMS experiment and session start once per run (`open_session`):
     the run's settings (config/run_settings.py: run_params) and its model's size (MEASURED) as
-    `record`, its result.json before training, has them. Nothing without a logger.
+    `record`, its result.json before training, has them. Nothing without a logger or for a
+    debug run (config/debug.py), hparams.yaml alone with a logger that is not TensorBoard's.
 
     Lightning's `log_hyperparams` only writes the session with metric values it logs at step 0,
     which would put a false point on the val/acc curve, so the records are written here.
     """
     if not logger:
         return
+    keys = debug_keys(cfg.trainer)
+    if keys:
+        return say_once(f"HPARAMS records are not written for a debug run ({debug_line(keys)})")
     params = {**run_params(cfg), **{key: record[key] for key in MEASURED}}
     logger.log_hyperparams(params)  # hparams.yaml
+    if not isinstance(logger, LightningTensorBoardLogger):
+        name = type(logger).__name__
+        return say_once(f"HPARAMS records are TensorBoard's: not written with {name}")
     names = {key: tuple(sorted({*groups.names.get(key, ()), params[key]})) for key in NAMED}
     own = own_kinds(cfg, groups)
     open_session(Path(logger.log_dir), lambda s: add_summary(logger, s), params, names, own)
@@ -190,10 +212,11 @@ def own_kinds(cfg: DictConfig, groups: ConfGroups) -> dict[str, type]:
     return kinds
 
 
-def end_session(logger: TensorBoardLogger | bool, result: Mapping[str, Any]) -> None:
+def end_session(logger: Logger | bool, result: Mapping[str, Any]) -> None:
     """The verdict scalars and the session end of a run that has ended (`close_session`; not of
-    an interrupted one, which resumes)."""
-    if logger and result["status"] != "interrupted":
+    an interrupted one, which resumes, nor of a debug run), with a TensorBoard logger."""
+    tensorboard = isinstance(logger, LightningTensorBoardLogger)
+    if tensorboard and result["status"] != "interrupted" and not result.get("debug"):
         close_session(Path(logger.log_dir), result)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 from longterm.analysis.formats import pct
 from longterm.experiments.bottleneck.figure import plot
 from longterm.experiments.bottleneck.measure import (
@@ -180,7 +180,7 @@ def report(df: pd.DataFrame, trials: int, seed: int, n_unseen: int, command: str
 
 def main(argv: list[str] | None = None) -> None:
     """Measure, then write recall.csv, README.md and recall.png under --out."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=summary(__doc__))
     parser.add_argument("--trials", type=at_least(1), default=4000)
     parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument(

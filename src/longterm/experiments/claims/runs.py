@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 from longterm.experiments.command_queue import run, show
 from longterm.experiments.update_time import experiment_config, seconds_per_update
 from longterm.tasks.knowledge import CLASSES, LARGE_VOCAB
@@ -159,7 +159,7 @@ def time_kinds(updates: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=summary(__doc__))
     p.add_argument("--run", action="store_true", help="run the sweep")
     p.add_argument("--time", type=at_least(1), metavar="UPDATES", help="time every kind of job")
     p.add_argument(

@@ -39,7 +39,7 @@ import sys
 import torch
 from omegaconf import OmegaConf
 
-from longterm.analysis.arguments import at_least, positive
+from longterm.analysis.arguments import at_least, positive, summary
 from longterm.analysis.published import LEARNING_RATES
 from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 from longterm.experiments.every_memory.page import ARCHIVED, CPU_T0S, MEMORIES, SWEEP_ROOT
@@ -81,23 +81,33 @@ def model_overrides(memory: str) -> list[str]:
     return [f"model={memory}"]
 
 
-def race_command(memory: str, T0: int, seeds: tuple[int, ...], launcher: str = "parallel") -> str:
+def race_command(
+    memory: str,
+    T0: int,
+    seeds: tuple[int, ...],
+    launcher: str = "parallel",
+    max_epochs: int = SETTING.trainer.max_epochs,
+) -> str:
     """The lr_race command line of one memory at one T0: both tasks, these seeds, the epoch limit
-    of conf/experiment/every_memory.yaml."""
+    `max_epochs` (by default conf/experiment/every_memory.yaml's)."""
     extra = ONE_THREAD if launcher == "parallel" else ()
     command = [
         *("python", "-m", "longterm.experiments.lr_race"),
         *("--sweep-dir", str(SWEEP_ROOT / memory), "--T0", str(T0)),
         *("--seeds", *map(str, seeds), "--tasks", *TASKS, "--pools", "last"),
         *("--lrs", *(f"{lr:g}" for lr in lrs(memory))),
-        *("--max-epochs", str(SETTING.trainer.max_epochs), "--launcher", launcher),
+        *("--max-epochs", str(max_epochs), "--launcher", launcher),
         *("--", f"experiment={EXPERIMENT}", *model_overrides(memory), *extra),
     ]
     return shlex.join(command)
 
 
 def plan(
-    memories: list[str], T0s: list[int] | None, seeds: tuple[int, ...], launcher: str = "parallel"
+    memories: list[str],
+    T0s: list[int] | None,
+    seeds: tuple[int, ...],
+    launcher: str = "parallel",
+    max_epochs: int = SETTING.trainer.max_epochs,
 ) -> list[str]:
     """The race commands for `memories` (the archived ones left out), by T0 then in table order,
     models of your own last, so that the short lengths finish first; without `T0s`, each memory's
@@ -106,7 +116,7 @@ def plan(
     chosen += [m for m in dict.fromkeys(memories) if m not in MEMORIES]
     every = sorted({T for m in chosen for T in (T0s or lengths(m))})
     return [
-        race_command(m, T, seeds, launcher)
+        race_command(m, T, seeds, launcher, max_epochs)
         for T in every
         for m in chosen
         if T in (T0s or lengths(m))
@@ -148,7 +158,7 @@ def time_memories(
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=summary(__doc__))
     p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument(
         "--time", type=positive, metavar="SECONDS", help="time each memory at each T0 (one thread)"
@@ -162,6 +172,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--T0", type=int, nargs="+", help="default: each memory's 2-core CPU lengths")
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    p.add_argument(
+        "--max-epochs",
+        type=at_least(1),
+        default=SETTING.trainer.max_epochs,
+        help="each race's epoch limit (default: conf/experiment/every_memory.yaml's, "
+        f"{SETTING.trainer.max_epochs})",
+    )
     p.add_argument(
         "--launcher", default="parallel", help="each race's: parallel (one job, one thread), slurm"
     )
@@ -178,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
         time_memories(args.models, args.T0 or cpu, args.time, tuple(args.overrides))
         return
     commands = extended(
-        plan(args.models, args.T0, tuple(args.seeds), args.launcher), args.overrides
+        plan(args.models, args.T0, tuple(args.seeds), args.launcher, args.max_epochs),
+        args.overrides,
     )
     for command in first_of_each(commands):  # a model of your own's name is checked here
         check_command(command)

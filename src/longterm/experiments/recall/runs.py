@@ -32,7 +32,7 @@ jobs on the cluster.
 import argparse
 import shlex
 
-from longterm.analysis.arguments import at_least
+from longterm.analysis.arguments import at_least, summary
 from longterm.config.builtins import CONF, conf_file
 from longterm.experiments.command_queue import OVERRIDES_HELP, RACES_HELP, extended, run, show
 
@@ -50,14 +50,22 @@ SWEEP_ROOT = "outputs/recall"
 
 
 def race(
-    model: str, dim: int, T0: int, kv: int, launcher: str = "local", seeds: tuple[int, ...] = SEEDS
+    model: str,
+    dim: int,
+    T0: int,
+    kv: int,
+    launcher: str = "local",
+    seeds: tuple[int, ...] = SEEDS,
+    max_epochs: int | None = None,
 ) -> str:
-    """One race's command line (`launcher`: lr_race's, `slurm` for a cluster)."""
+    """One race's command line (`launcher`: lr_race's, `slurm` for a cluster; `max_epochs`: the
+    epoch limit, None for conf/experiment/recall.yaml's)."""
+    limit = () if max_epochs is None else ("--max-epochs", str(max_epochs))
     command = [
         *("python", "-m", "longterm.experiments.lr_race"),
         *("--sweep-dir", f"{SWEEP_ROOT}/{model}_d{dim}_T{T0}", "--T0", str(T0)),
         *("--tasks", "mqar", "--pools", "per_step", "--seeds", *map(str, seeds)),
-        *("--lrs", *LRS),
+        *("--lrs", *LRS, *limit),
         *("--launcher", launcher, "--", "experiment=recall", f"model={model}"),
         *(f"model.dim={dim}", f"task.params.kv_pairs={kv}"),
     ]
@@ -79,10 +87,11 @@ def races(
     models: tuple[str, ...] = MODELS,
     launcher: str = "local",
     seeds: tuple[int, ...] = SEEDS,
+    max_epochs: int | None = None,
 ) -> list[str]:
     """The races, settings first, then widths, then models."""
     return [
-        race(model, dim, T0, kv, launcher, seeds)
+        race(model, dim, T0, kv, launcher, seeds, max_epochs)
         for T0, kv in settings
         for dim in dims
         for model in models
@@ -99,7 +108,7 @@ def setting(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=summary(__doc__))
     p.add_argument("--run", action="store_true", help="run the races, --races at a time")
     p.add_argument("--settings", type=setting, nargs="+", default=SETTINGS, metavar="T0:KV")
     p.add_argument("--dims", type=int, nargs="+", default=DIMS)
@@ -112,13 +121,23 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--seeds", type=int, nargs="+", default=SEEDS)
     p.add_argument(
+        "--max-epochs",
+        type=at_least(1),
+        help="each race's epoch limit (default: conf/experiment/recall.yaml's)",
+    )
+    p.add_argument(
         "--launcher", default="local", choices=("local", "slurm"), help="each race's (lr_race)"
     )
     p.add_argument("--races", type=at_least(1), help=RACES_HELP)
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help=OVERRIDES_HELP)
     args = p.parse_args(argv)
     chosen = races(
-        tuple(args.settings), tuple(args.dims), tuple(args.models), args.launcher, tuple(args.seeds)
+        tuple(args.settings),
+        tuple(args.dims),
+        tuple(args.models),
+        args.launcher,
+        tuple(args.seeds),
+        args.max_epochs,
     )
     chosen = extended(chosen, args.overrides)
     from longterm.experiments.lr_race import check_command  # composes: only to check
