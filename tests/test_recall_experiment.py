@@ -398,3 +398,21 @@ def test_the_settings_table_reads_every_difference_from_the_runs(tmp_path: Path)
     assert table["head"].startswith("linear, mlp")
     assert table["Mamba's dt_rank"] == "4 (zoology's ceil(D / 16) would be 2 at D = 32)"
     assert table["seeds"] == "1 a point"
+
+
+def test_the_settings_table_says_zoologys_strict_stop_and_tied_head(tmp_path: Path):
+    """Runs of experiment=zoology_figure2 (stop above 99%, the head tied to the embeddings)."""
+    runs = tmp_path / "figure2"
+    for T0 in (64, 128):
+        config = {
+            "model": {"name": "zoology_attention", "dim": 64, "layers": 2, "head": "tied"},
+            "task": {"name": "mqar", "params": {"vocab": 8192, "kv_pairs": dict(SETTINGS)[T0]}},
+            "data": {"batch_size": 512, "val_size": 3000},
+            "callbacks": {"stop_when_solved": {"threshold": 0.99, "strict": True}},
+        }
+        write_run(runs, "zoology_attention", 64, T0, 2.15e-3, 0.995, config=config)
+    out = tmp_path / "figure2.md"
+    main([str(runs), "--out", str(out)])
+    table = {r[0]: r[1] for r in rows(out.read_text())}
+    assert table["stop"] == "above 99% validation accuracy, else at the epoch limit"
+    assert table["head"] == "tied to the token embeddings (logits = h Eᵀ)"

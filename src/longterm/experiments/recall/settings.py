@@ -60,6 +60,32 @@ def attention_block(runs: pd.DataFrame) -> str:
     return "; ".join(said) or "no attention runs"
 
 
+def stop_rule(runs: pd.DataFrame) -> str:
+    """When the runs stop: at or above (`strict`: above) each threshold, else the epoch limit."""
+
+    def strict(config: dict) -> bool:
+        return bool(config.get("callbacks", {}).get("stop_when_solved", {}).get("strict", False))
+
+    said = []
+    for rule in sorted({strict(c) for c in runs.config}):
+        these = runs[[strict(c) == rule for c in runs.config]]
+        thresholds = values(these, "callbacks", "stop_when_solved", "threshold")
+        said.append(("above " if rule else "at ") + ", ".join(f"{100 * t:g}%" for t in thresholds))
+    return " or ".join(said) + " validation accuracy, else at the epoch limit"
+
+
+def head_rule(runs: pd.DataFrame) -> str:
+    """The runs' heads: tied alone (logits h E^T, zoology's lm_head), else with the paper's MLP
+    head's shape."""
+    heads = values(runs, "model", "head", default="mlp")
+    if heads == ["tied"]:
+        return "tied to the token embeddings (logits = h Eᵀ)"
+    return (
+        f"{joined(heads)} (hidden {joined(values(runs, 'model', 'hidden'))}, leaky ReLU "
+        f"{joined(values(runs, 'model', 'negative_slope'))}, on the encoder's output)"
+    )
+
+
 def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
     """The table: a row per difference, the runs' value beside zoology's."""
     pairs = sorted(set(zip(runs.T0, runs.kv, strict=True)))
@@ -78,11 +104,7 @@ def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
         "schedule": joined(values(runs, "optim", "schedule", default="none")),
         "learning rates": ", ".join(map(rate, sorted(runs.lr.unique()))) + " (a race; the best "
         "shown)",
-        "stop": "at "
-        + ", ".join(
-            f"{100 * t:g}%" for t in values(runs, "callbacks", "stop_when_solved", "threshold")
-        )
-        + " validation accuracy, else at the epoch limit",
+        "stop": stop_rule(runs),
         "random fillers (`random_non_queries`)": joined(
             values(runs, "task", "params", "random_non_queries", default=True)
         ),
@@ -91,9 +113,7 @@ def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
         "widths D": joined(sorted(runs.width.unique().tolist())),
         "layers": joined(values(runs, "model", "layers")),
         "attention block": attention_block(attention),
-        "head": joined(values(runs, "model", "head", default="mlp"))
-        + f" (hidden {joined(values(runs, 'model', 'hidden'))}, leaky ReLU "
-        f"{joined(values(runs, 'model', 'negative_slope'))}, on the encoder's output)",
+        "head": head_rule(runs),
         "short convolutions (gla, deltanet)": "with"
         if values(convs, "model", "use_short_conv", default=False) == [True]
         else "without"
