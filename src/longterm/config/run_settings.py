@@ -120,7 +120,7 @@ def run_params(cfg: DictConfig) -> dict[str, Any]:
             value = ADDED_SETTINGS[name]
         if value is not ABSENT:
             params[name] = value
-    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
+    params.update(OmegaConf.select(cfg, "task.params", default={}))  # the task's (k)
     params.update(own_params(cfg))
     return params
 
@@ -130,9 +130,10 @@ RECIPE = tuple(name for name, key in identity().items() if key.path.startswith("
 
 
 def recorded_params(record: dict[str, Any]) -> dict[str, Any]:
-    """The settings of a result record: those it recorded, and those it predates as the run had
-    them: from the config it recorded (`model.dim`, before it was a setting), else as
-    store/upgrade.py says."""
+    """The settings of a result record (run_params' keys of the config it recorded) as it
+    recorded them, and those it predates as the run had them: from its config (`model.dim`,
+    before it was a setting), else as store/upgrade.py says. A record without a config this code
+    can read: the whole record, settings read as store/upgrade.py says."""
     settings = current_settings(record)
     config = record.get("config")
     if not isinstance(config, dict):
@@ -141,7 +142,7 @@ def recorded_params(record: dict[str, Any]) -> dict[str, Any]:
         derived = run_params(OmegaConf.create(current_pool(current_paths(config))))
     except (OmegaConfBaseException, AttributeError, KeyError):  # a config this code cannot read
         return settings
-    return {**derived, **settings}
+    return {key: settings.get(key, value) for key, value in derived.items()}
 
 
 # The keys every model section and every pool section has: the others are the plugin's own.
@@ -152,7 +153,8 @@ def own_params(cfg: DictConfig) -> dict[str, Any]:
     """The model's and the readout's own keys, as run_params names them."""
     own: dict[str, Any] = {}
     for section in COMMON_KEYS:
-        own |= section_own(section, OmegaConf.to_container(cfg[section], resolve=True))
+        if section in cfg:  # a record's config may lack one (tests' records)
+            own |= section_own(section, OmegaConf.to_container(cfg[section], resolve=True))
     return own
 
 
