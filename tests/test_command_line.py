@@ -108,6 +108,15 @@ BAD_COMMAND_LINES = [
     (["logger=null"], "logger=null is invalid: choose one of csv, none, tensorboard"),
     (["logger=false"], "logger=false is invalid: choose one of csv, none, tensorboard"),
     (["experiment=null"], "experiment=null is invalid: leave it out (none by default) or choose"),
+    # a key that repeats a setting (config/schema.py: copy_of) is the setting's, never set apart
+    (["data.T0=100"], "data.T0=100 is invalid: data.T0 is set by T0: give T0=100"),
+    (["data.seed=3"], "data.seed=3 is invalid: data.seed is set by seed: give seed=3"),
+    (
+        ["data.task=longterm.tasks.marked.multiplication"],
+        "data.task='longterm.tasks.marked.multiplication' is invalid: data.task is set by "
+        "task.generator: choose the task with task=NAME",
+    ),
+    (["data.task_params={k: 2}"], "data.task_params={'k': 2} is invalid: data.task_params is set"),
     (["+anything=1"], "anything is not a key of the config, and no part of a run reads it"),
     (["hydra.run.dir=/proc/x"], "hydra.run.dir=/proc/x is invalid: cannot create it"),
     (["-m", "lr=1e-3", "hydra.sweep.dir=/proc/x"], "hydra.sweep.dir=/proc/x is invalid"),

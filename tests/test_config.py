@@ -122,3 +122,52 @@ def test_variable_length_bounds_are_ordered():
     cfg = composed("data=variable", "data.min_length=500", "data.max_length=100")
     with pytest.raises(ConfigError, match="^data: min_length=500 must be <= max_length=100$"):
         validate(cfg)
+
+
+def test_what_identifies_a_run_is_the_schema_s_marked_keys():
+    """run_params holds every key the schema marks (config/marks.py: setting), each where the
+    composed config has it: two runs that differ only in one of them (the width, the updates of an
+    epoch) differ in their settings."""
+    from longterm.config.run_settings import identity, run_params
+
+    params = run_params(composed())
+    assert {name for name, key in identity().items() if key.path.startswith("data.")} == {
+        "data", "batch_size", "batches_per_epoch", "lengths", "min_length", "max_length"
+    }  # fmt: skip
+    assert set(identity()) - set(params) == {"min_length", "max_length"}  # data=variable's
+    for override, key, value in [("model.dim=32", "dim", 32), ("T0=100", "T0", 100)]:
+        changed = run_params(composed(override))
+        assert changed[key] == value != params[key]
+        assert {k for k in params if changed[k] != params[k]} == {key}
+    budget = run_params(composed("data.batches_per_epoch=20"))
+    assert budget["batches_per_epoch"] == 20
+
+
+def test_a_key_that_repeats_a_setting_cannot_differ_from_it(base):
+    """data.T0 is T0, data.task the task's generator (config/marks.py: copy_of): set apart, the
+    config is refused in one line; it never trains one value and records the other."""
+    for key, value, line in [
+        ("data.T0", 100, "data.T0=100 is invalid: data.T0 is set by T0: give T0=100"),
+        ("data.seed", 4, "data.seed=4 is invalid: data.seed is set by seed: give seed=4"),
+        ("data.task", "longterm.tasks.marked.multiplication", "data.task='longterm.tasks.marked"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            validate(with_(base, key, value))
+        assert str(err.value).startswith(line) and "\n" not in str(err.value)
+    validate(with_(with_(base, "T0", 100), "data.T0", 100))  # the same value: the same key
+
+
+def test_a_record_made_before_a_setting_reads_it_from_its_config(tmp_path):
+    """A result.json without `dim` at its top level (made before the width was a setting) is
+    compared by the width its config recorded."""
+    import json
+
+    from longterm.config.run_settings import other_settings, run_params
+
+    cfg = with_(composed("model.dim=32"), "run_dir", str(tmp_path))
+    old = {k: v for k, v in run_params(cfg).items() if k != "dim"}
+    record = {**old, "status": "max_epochs", "config": OmegaConf.to_container(cfg, resolve=True)}
+    (tmp_path / "result.json").write_text(json.dumps(record))
+    assert other_settings(cfg, tmp_path) is None
+    line = other_settings(composed("model.dim=64"), tmp_path)
+    assert "dim=32" in line and "\n" not in line

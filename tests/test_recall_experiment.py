@@ -416,3 +416,28 @@ def test_the_settings_table_says_zoologys_strict_stop_and_tied_head(tmp_path: Pa
     table = {r[0]: r[1] for r in rows(out.read_text())}
     assert table["stop"] == "above 99% validation accuracy, else at the epoch limit"
     assert table["head"] == "tied to the token embeddings (logits = h Eᵀ)"
+
+
+def test_a_point_never_joins_runs_of_other_settings(tmp_path: Path):
+    """A point is the runs of one setting but their learning rates and seeds: a run at another
+    vocabulary, or of a race with a smaller budget (a 200-update run beside the 2,000-update
+    point), is refused in one line naming the settings that differ. Within a race the slower
+    learning rate's epoch limit is capped below the leader's: one point."""
+    race = tmp_path / "race"
+    write_run(race, "gla", 32, 64, 3e-3, 0.9)
+    write_run(race, "gla", 32, 64, 1e-3, 0.5, max_epochs=4)  # capped by the race
+    assert len(points(load([race]))) == 1
+    vocab = tmp_path / "vocab"
+    run = write_run(vocab, "gla", 32, 64, 3e-3, 0.2)
+    record = json.loads((run / "result.json").read_text())
+    record["config"]["task"]["params"]["vocab"] = 64
+    (run / "result.json").write_text(json.dumps(record))
+    short = tmp_path / "short"
+    write_run(short, "gla", 32, 64, 3e-3, 0.1, max_epochs=1, epochs=1, updates=250)
+    for other, named in [(vocab, "vocab: 64, 256"), (short, "max_epochs: 1, 8")]:
+        with pytest.raises(SystemExit) as stopped:
+            main([str(race), str(other), "--out", str(tmp_path / "recall.md")])
+        line = str(stopped.value.code)
+        assert line.startswith("error: runs of other settings in one point (T0=64, kv=4, ")
+        assert named in line and "\n" not in line, line
+    assert not (tmp_path / "recall.md").exists()

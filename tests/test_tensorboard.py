@@ -27,7 +27,15 @@ from tensorboard.plugins.hparams import (
 )
 
 from longterm.analysis.events import scalars
-from longterm.choices import COMMON_MODEL_KEYS, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
+from longterm.choices import (
+    COMMON_MODEL_KEYS,
+    HEADS,
+    INITS,
+    LENGTHS,
+    LOSSES,
+    OPTIMIZERS,
+    SCHEDULES,
+)
 from longterm.config import run_names
 from longterm.training.tensorboard import (
     FILE_VERSION,
@@ -132,6 +140,8 @@ def test_the_table_opens_on_the_columns_that_matter(board):
         + ["max_epochs", "max_length", "min_length", "seed"]
         + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
         + ["head", "stop_at", "stop_strict"]  # model.head, the stop rule
+        + ["dim", "hidden", "negative_slope", "init"]  # the model's keys every model has
+        + ["batches_per_epoch"]  # with max_epochs, the budget
         + TASK_KEYS
         + ["n_params", "state_size"]  # measured on the model (tensorboard.MEASURED)
         + MODEL_KEYS
@@ -144,7 +154,7 @@ def test_every_string_key_has_its_allowed_values_to_filter_by(board):
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
     allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
-    allowed |= dict(optim=OPTIMIZERS, schedule=SCHEDULES, head=HEADS)
+    allowed |= dict(optim=OPTIMIZERS, schedule=SCHEDULES, head=HEADS, init=INITS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
     assert strings == {*allowed, *FREE_TEXT}
     assert not any(infos[k].domain_discrete.values for k in FREE_TEXT)

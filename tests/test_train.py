@@ -3,7 +3,7 @@
 import os
 
 import pytest
-from helpers.presets import QUICK, quick
+from helpers.presets import QUICK, TINY, quick
 from helpers.results import read_json, sweep_results
 from helpers.runs import train_py
 
@@ -145,8 +145,9 @@ def test_an_experiment_config_launches_its_sweep(tmp_path):
         (["-m", "T0=50,1"], "T0=1 is invalid"),
         (["lr=[1e-3"], "'lr=[1e-3' is not a valid override"),
         (["T1=50"], "Could not override 'T1'"),
+        (["data.T0=100"], "data.T0=100 is invalid: data.T0 is set by T0: give T0=100"),
     ],
-    ids=["group", "value", "sweep", "parse", "key"],
+    ids=["group", "value", "sweep", "parse", "key", "copy"],
 )
 def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):
     """A bad command line ends at start-up: one line on stderr that begins with the key (or the
@@ -159,6 +160,22 @@ def test_bad_overrides_fail_before_training_with_one_line(tmp_path, args, key):
     assert len(lines) == 1 and lines[0].startswith(f"error: {key}"), out.stderr
     assert out.stdout == ""
     assert not run.exists() and not sweep.exists() and not (tmp_path / "outputs").exists()
+
+
+def test_a_run_s_width_is_one_of_its_settings(tmp_path):
+    """`model.dim` identifies a run as T0 does (config/run_settings.py: identity): result.json,
+    HPARAMS and the run-directory check carry it, so a run at another width is refused in the
+    directory in one line naming the width it holds."""
+    out = train_py(*TINY, "model.dim=32", f"hydra.run.dir={tmp_path}")
+    assert out.returncode == 0, out.stderr
+    result = read_json(tmp_path / "result.json")
+    assert (result["dim"], result["T0"], result["config"]["data"]["T0"]) == (32, 20, 20)
+    assert b"dim" in hparams_session(tmp_path)
+    again = train_py(*TINY, "model.dim=64", f"hydra.run.dir={tmp_path}")
+    lines = again.stderr.strip().splitlines()
+    assert again.returncode != 0 and len(lines) == 1, again.stderr
+    assert lines[0].startswith(f"error: {tmp_path} holds a finished run with other settings")
+    assert "dim=32" in lines[0]
 
 
 @pytest.mark.slow

@@ -89,7 +89,9 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
     unvaried = paper_recipe_columns(runs)
-    runs.drop(columns=["config", "eval_lengths", *unvaried]).to_csv(out / "runs.csv", index=False)
+    runs.drop(columns=["config", "settings", "eval_lengths", *unvaried]).to_csv(
+        out / "runs.csv", index=False
+    )
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
     seeds = table1_seeds(runs)
     cells = table1(seeds)

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from longterm.analysis.arguments import summary
+from longterm.analysis.identity import MixedSettingsError
 
 
 def page_cli(
@@ -37,7 +38,10 @@ def page_cli(
             sys.exit(f"error: no result.json under {where}")
         print(f"warning: no finished runs under {where}", file=sys.stderr)
     extra = {k: v for k, v in vars(args).items() if k not in ("dirs", "out")}
-    text = report(runs, args.dirs, args.out, **extra)
+    try:
+        text = report(runs, args.dirs, args.out, **extra)
+    except MixedSettingsError as e:  # a point would join runs of other settings
+        sys.exit(f"error: {e}")
     if args.out:
         args.out.write_text(text)
         print(f"wrote {args.out} ({len(runs)} runs)")

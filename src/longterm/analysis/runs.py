@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from longterm.config.run_settings import recorded_params
 from longterm.store.records import FINAL_STATUSES, RESULT_FILE
 from longterm.store.upgrade import ADDED_SETTINGS, current_settings
 
@@ -65,6 +66,7 @@ def run_row(path: Path, sweep: Path) -> dict[str, Any]:
         "loss": r["loss"],
         "eval_lengths": r.get("eval_lengths"),  # {"<T0>": accuracy} of eval.lengths, or None
         "config": r["config"],
+        "settings": recorded_params(r),  # every setting that identifies it (analysis/identity.py)
     }
 
 

@@ -12,81 +12,137 @@ whatever its status, or, for a run stopped before it wrote one, its `.hydra/conf
 record made before a setting existed reads as the run was made (store/upgrade.py).
 """
 
+import types
+import typing
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from pydantic import BaseModel
 
 from longterm.choices import COMMON_MODEL_KEYS, COMMON_POOL_KEYS
+from longterm.config.marks import COPY_OF, SETTING
+from longterm.config.schema import TrainConfig
 from longterm.store.records import FINAL_STATUSES
 from longterm.store.run_dir import debug_run, run_record
-from longterm.store.upgrade import ADDED_SETTINGS, current_settings
+from longterm.store.upgrade import ADDED_SETTINGS, current_paths, current_pool, current_settings
 
 HYDRA_CONFIG = ".hydra/config.yaml"
 DEFAULT_RUN_DIR = "${hydra:runtime.output_dir}"  # conf/train.yaml: run_dir
 
 
-# The settings every run has and the built-in tasks' own keys (run_params); a model's own key of
-# one of these names is recorded as `model.<key>`.
-SETTINGS = (
-    *("task", "loss", "pool", "model", "data", "T0", "lr", "seed", "mask_padding"),
-    *("batch_size", "max_epochs", "lengths", "min_length", "max_length"),
-    *("optim", "weight_decay", "schedule", "warmup", "clip", "head", "stop_at", "stop_strict"),
-    *("k", "statements", "variables", "arity", "vocab"),
-    *("kv_pairs", "power_a", "random_non_queries", "data_tokens"),
-)
+@dataclass(frozen=True)
+class Setting:
+    """A key that identifies a run (config/schema.py: `setting`): its flat name, where it is in
+    the composed config, and its schema types (a union's members, a choice's values)."""
+
+    name: str
+    path: str
+    types: tuple[Any, ...]
+
+
+def schema_keys(model: type[BaseModel], mark: str, prefix: str = "") -> dict[str, tuple]:
+    """The keys of `model` and its sections that carry `mark` (SETTING, COPY_OF): path ->
+    (the mark's value, the key's schema type). A section that is a union (data) gives its
+    members' keys, each path once."""
+    found: dict[str, tuple] = {}
+    for key, field in model.model_fields.items():
+        path = f"{prefix}{field.alias or key}"
+        sections = [t for t in members(field.annotation) if is_section(t)]
+        for section in sections:
+            for inner, marked in schema_keys(section, mark, f"{path}.").items():
+                found.setdefault(inner, (marked[0], []))[1].extend(marked[1])
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and mark in extra:
+            found.setdefault(path, (extra[mark] or key, []))[1].append(field.annotation)
+    return found
+
+
+def members(annotation: Any) -> tuple[Any, ...]:
+    """The members of a union, or the annotation itself."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def is_section(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+@cache
+def identity() -> dict[str, Setting]:
+    """What identifies a run, by flat name, from the schema's marks (config/schema.py: setting),
+    in the schema's order. A run's flat settings (`run_params`) are these, the task's own keys
+    and its model's and readout's own keys."""
+    found: dict[str, Setting] = {}
+    for path, (name, annotations) in schema_keys(TrainConfig, SETTING).items():
+        kinds = tuple(m for a in annotations for m in members(a))
+        found[name] = Setting(name, path, tuple(dict.fromkeys(kinds)))
+    return found
+
+
+@cache
+def copies() -> dict[str, str]:
+    """Keys that repeat a setting given elsewhere (config/schema.py: copy_of): path -> the path
+    of the key it repeats (`data.T0` -> `T0`)."""
+    return {path: source for path, (source, _) in schema_keys(TrainConfig, COPY_OF).items()}
+
+
+# The built-in tasks' own keys (task.params), a run's settings under their own names (so a
+# model's own key of one of these names is recorded as `model.<key>`), with their HPARAMS types.
+TASK_KEYS: dict[str, type] = {
+    "k": float,  # associative_recall
+    "statements": float,  # algorithmic
+    "variables": float,  # algorithmic
+    "arity": float,  # fixed_knowledge
+    "vocab": float,  # fixed_knowledge, mqar, selective_copying, induction_heads
+    "kv_pairs": float,  # mqar
+    "power_a": float,  # mqar
+    "random_non_queries": bool,  # mqar
+    "data_tokens": float,  # selective_copying
+}
+ABSENT = object()
 
 
 def run_params(cfg: DictConfig) -> dict[str, Any]:
-    """The flat hyperparameters that identify a run (HPARAMS view, result.json): the settings
-    every run has, the task's own keys (`k`), the model's (its encoder's: `layers`; `model.<key>`
-    where a setting has the name) and the readout's (`pool.<key>`)."""
-    params = {
-        "task": cfg.task.name,
-        "loss": cfg.task.loss,
-        "pool": cfg.pool.name,
-        "model": cfg.model.name,
-        "data": cfg.data.name,
-        "T0": cfg.T0,
-        "lr": cfg.lr,
-        "seed": cfg.seed,
-        "mask_padding": cfg.pool.mask_padding,
-        "batch_size": cfg.data.batch_size,
-        "max_epochs": cfg.trainer.max_epochs,
-        **recipe_params(cfg),
-        "head": OmegaConf.select(cfg, "model.head", default=ADDED_SETTINGS["head"]),
-        **{
-            param: OmegaConf.select(
-                cfg, f"callbacks.stop_when_solved.{key}", default=ADDED_SETTINGS[param]
-            )
-            for param, key in STOP.items()
-        },
-    }
-    for key in ("lengths", "min_length", "max_length"):
-        if key in cfg.data:
-            params[key] = cfg.data[key]
-    params.update(cfg.task.params)  # the task's own keys (associative_recall: k)
+    """The flat settings that identify a run (result.json's top level, the run-directory check,
+    HPARAMS, the collector): every key the schema marks (`identity`), then the task's own keys
+    (`k`) and the model's (its encoder's: `layers`; `model.<key>` where a setting has the name)
+    and the readout's (`pool.<key>`). A key a config made before it existed lacks reads as the
+    run was made (store/upgrade.py: ADDED_SETTINGS); a key of the other data choice is left out."""
+    params: dict[str, Any] = {}
+    for name, key in identity().items():
+        value = OmegaConf.select(cfg, key.path, default=ABSENT)
+        if value is ABSENT and name in ADDED_SETTINGS:
+            value = ADDED_SETTINGS[name]
+        if value is not ABSENT:
+            params[name] = value
+    params.update(OmegaConf.select(cfg, "task.params", default={}))  # the task's (k)
     params.update(own_params(cfg))
     return params
 
 
-# The training recipe's settings (conf/train.yaml: optim; training/recipes.py) as run_params names
-# them: optim.<key>, and the optimizer's name as `optim`. A config made before a key existed
-# reads as the run was made (store/upgrade.py: ADDED_SETTINGS).
-RECIPE = {"optim": "name", "weight_decay": "weight_decay", "schedule": "schedule"}
-RECIPE |= {"warmup": "warmup", "clip": "clip"}
-# The accuracy at which a run stops (callbacks.stop_when_solved): at or above `threshold`, or
-# above it where `strict` (zoology's rule).
-STOP = {"stop_at": "threshold", "stop_strict": "strict"}
+# The training recipe's settings (conf/train.yaml: optim; training/recipes.py) by their names.
+RECIPE = tuple(name for name, key in identity().items() if key.path.startswith("optim."))
 
 
-def recipe_params(cfg: DictConfig) -> dict[str, Any]:
-    """The recipe's settings of `cfg` as run_params names them."""
-    return {
-        param: OmegaConf.select(cfg, f"optim.{key}", default=ADDED_SETTINGS[param])
-        for param, key in RECIPE.items()
-    }
+def recorded_params(record: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a result record (run_params' keys of the config it recorded) as it
+    recorded them, and those it predates as the run had them: from its config (`model.dim`,
+    before it was a setting), else as store/upgrade.py says. A record without a config this code
+    can read: the whole record, settings read as store/upgrade.py says."""
+    settings = current_settings(record)
+    config = record.get("config")
+    if not isinstance(config, dict):
+        return settings
+    try:
+        derived = run_params(OmegaConf.create(current_pool(current_paths(config))))
+    except (OmegaConfBaseException, AttributeError, KeyError):  # a config this code cannot read
+        return settings
+    return {key: settings.get(key, value) for key, value in derived.items()}
 
 
 # The keys every model section and every pool section has: the others are the plugin's own.
@@ -97,7 +153,8 @@ def own_params(cfg: DictConfig) -> dict[str, Any]:
     """The model's and the readout's own keys, as run_params names them."""
     own: dict[str, Any] = {}
     for section in COMMON_KEYS:
-        own |= section_own(section, OmegaConf.to_container(cfg[section], resolve=True))
+        if section in cfg:  # a record's config may lack one (tests' records)
+            own |= section_own(section, OmegaConf.to_container(cfg[section], resolve=True))
     return own
 
 
@@ -111,7 +168,8 @@ def section_own(section: str, values: dict[str, Any]) -> dict[str, Any]:
 def param_name(section: str, key: str) -> str:
     """A model's own key by its name, `model.<key>` where a setting of every run has the name; a
     readout's as `pool.<key>`."""
-    return key if section == "model" and key not in SETTINGS else f"{section}.{key}"
+    taken = section != "model" or key in identity() or key in TASK_KEYS
+    return f"{section}.{key}" if taken else key
 
 
 def job_run_dir(cfg: DictConfig, multirun: bool) -> Path:
@@ -130,7 +188,7 @@ def recorded(run_dir: Path) -> tuple[str, dict[str, Any]] | None:
     for a result.json that cannot be read."""
     result = run_record(run_dir)
     if result is not None:
-        return str(result.get("status")), current_settings(result)
+        return str(result.get("status")), recorded_params(result)
     if (run_dir / HYDRA_CONFIG).is_file():
         try:
             return "unfinished", run_params(OmegaConf.load(run_dir / HYDRA_CONFIG))

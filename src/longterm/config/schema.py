@@ -4,7 +4,8 @@ The project's own sections (task, data) are closed: every key is listed, so a ke
 is refused. The model and pool sections list the keys every model and readout has; their other
 keys are the encoder's or the readout's, checked against its signature (config/validate.py).
 Library sections (trainer, callbacks) are open: only the listed keys are checked. config.validate
-turns the first fault into one line.
+turns the first fault into one line. The keys that identify a run are marked `setting(...)`, the
+keys that repeat one given elsewhere `copy_of(...)` (config/marks.py).
 """
 
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from longterm.choices import (
     OPTIMIZERS,
     SCHEDULES,
 )
+from longterm.config.marks import copy_of, setting
 from longterm.tasks import MIN_LENGTH
 
 
@@ -70,14 +72,14 @@ class TaskSection(Section):
     config/validate.py. `inputs`: one-hot features (`n_features` of them per step) or token ids
     (`vocab` of them), which an embedding of width model.dim reads."""
 
-    name: Name
+    name: Name = setting(name="task")
     generator: ImportPath
     labels: Literal[LABELS]
     inputs: Literal[INPUTS] = "onehot"
     n_features: int | None = Field(default=None, ge=1)
     vocab: int | None = Field(default=None, ge=2)
     n_outputs: int = Field(ge=1)
-    loss: Literal[LOSSES]
+    loss: Literal[LOSSES] = setting()
     params: TaskParams  # the generator's own keys (associative_recall: k)
 
     @model_validator(mode="after")
@@ -110,9 +112,9 @@ class PoolSection(BaseModel):
     steps are kept out of what it reads."""
 
     model_config = ConfigDict(strict=True, extra="allow")
-    name: Name
+    name: Name = setting(name="pool")
     readout: ImportPath
-    mask_padding: bool
+    mask_padding: bool = setting()
 
 
 class ModelSection(BaseModel):
@@ -121,36 +123,39 @@ class ModelSection(BaseModel):
     models/build.py builds every model."""
 
     model_config = ConfigDict(strict=True, extra="allow")
-    name: Name
+    name: Name = setting(name="model")
     encoder: ImportPath
-    dim: int = Field(ge=1)
-    hidden: int = Field(default=100, ge=1)
-    negative_slope: float = Field(default=0.01, ge=0)
-    init: Literal[INITS] = "paper"
-    impl: Literal[IMPLS] = "reference"
-    head: Literal[HEADS] = "mlp"  # models/head.py: the paper's MLP, or tied to the token embedding
+    dim: int = setting(ge=1)
+    hidden: int = setting(default=100, ge=1)
+    negative_slope: float = setting(default=0.01, ge=0)
+    init: Literal[INITS] = setting(default="paper")
+    impl: Literal[IMPLS] = "reference"  # how, not what: the same model (tested equal)
+    head: Literal[HEADS] = setting(default="mlp")  # models/head.py: the paper's MLP, or tied
 
 
 class DataSection(Section):
-    task: str
-    seed: int
-    batch_size: int = Field(ge=1)
-    batches_per_epoch: int = Field(ge=1)
+    """The data module's keys; `task`, `task_params`, `seed` (and data=fixed's `T0`) repeat the
+    task's and the run's own (conf/data/*.yaml interpolates them) and may not be set apart."""
+
+    task: str = copy_of("task.generator")
+    seed: int = copy_of("seed")
+    batch_size: int = setting(ge=1)
+    batches_per_epoch: int = setting(ge=1)
     num_workers: Annotated[Any, count_or_auto(0)]  # data.py: feed_workers
-    task_params: TaskParams
+    task_params: TaskParams = copy_of("task.params")
 
 
 class FixedDataSection(DataSection):
-    name: Literal["fixed"]
-    T0: int
-    lengths: Literal[LENGTHS]
+    name: Literal["fixed"] = setting(name="data")
+    T0: int = copy_of("T0")
+    lengths: Literal[LENGTHS] = setting()
     val_size: int = Field(ge=1)
 
 
 class VariableDataSection(DataSection):
-    name: Literal["variable"]
-    min_length: int = Field(ge=MIN_LENGTH)
-    max_length: int = Field(ge=MIN_LENGTH)
+    name: Literal["variable"] = setting(name="data")
+    min_length: int = setting(ge=MIN_LENGTH)
+    max_length: int = setting(ge=MIN_LENGTH)
     val_batches: int = Field(ge=1)
     val_batch_size: int = Field(ge=1)
 
@@ -170,13 +175,13 @@ class OptimSection(Section):
     `warmup_cosine` per update after `warmup` updates of linear warmup) and the largest total
     gradient norm (`clip`, none when null). Defaults: the paper's constant Adam."""
 
-    name: Literal[OPTIMIZERS] = "adam"
+    name: Literal[OPTIMIZERS] = setting(default="adam", name="optim")
     betas: list[Annotated[float, Field(ge=0, lt=1)]] = Field(min_length=2, max_length=2)
     eps: float = Field(gt=0)
-    weight_decay: float = Field(default=0.0, ge=0)
-    schedule: Literal[SCHEDULES] = "none"
-    warmup: int = Field(default=0, ge=0)
-    clip: float | None = Field(default=None, gt=0)
+    weight_decay: float = setting(default=0.0, ge=0)
+    schedule: Literal[SCHEDULES] = setting(default="none")
+    warmup: int = setting(default=0, ge=0)
+    clip: float | None = setting(default=None, gt=0)
 
     @model_validator(mode="after")
     def keys_the_recipe_reads(self) -> "OptimSection":
@@ -322,7 +327,7 @@ class TrainerSection(OpenSection):
     The debugging keys (fast_dev_run, limit_*, overfit_batches) make a debug run
     (config/debug.py)."""
 
-    max_epochs: int = Field(ge=1)
+    max_epochs: int = setting(ge=1)
     accelerator: Literal[ACCELERATORS] = "auto"
     devices: Annotated[Any, AfterValidator(device_choice)] = 1
     log_every_n_steps: int = Field(default=50, ge=1)
@@ -341,8 +346,8 @@ class StopWhenSolvedSection(Section):
     100%), or > `threshold` with `strict` (zoology's: above 99%)."""
 
     monitor: str
-    threshold: float = Field(ge=0, le=1)
-    strict: bool = False
+    threshold: float = setting(ge=0, le=1, name="stop_at")
+    strict: bool = setting(default=False, name="stop_strict")
 
 
 class StopOnDivergenceSection(Section):
@@ -372,9 +377,9 @@ class EvalSection(Section):
 
 
 class TrainConfig(OpenSection):
-    T0: int = Field(ge=MIN_LENGTH, description="shortest sequence length")
-    lr: float = Field(gt=0)
-    seed: int = Field(ge=0)
+    T0: int = setting(ge=MIN_LENGTH, description="shortest sequence length")
+    lr: float = setting(gt=0)
+    seed: int = setting(ge=0)
     optim: OptimSection
     task: TaskSection
     pool: PoolSection

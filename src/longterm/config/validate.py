@@ -23,6 +23,7 @@ from longterm.choices import (
     impl_error,
     targets_error,
 )
+from longterm.config.run_settings import ABSENT, copies
 from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import (
@@ -95,6 +96,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
     check_keys(cfg)
     fields = schema_fields(cfg)
+    check_copies(fields)
     try:
         checked = TrainConfig.model_validate(fields)
     except ValidationError as e:
@@ -121,6 +123,32 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     check_impl(checked, readout)
     check_targets(checked, causal, readout)
     return checked
+
+
+def check_copies(fields: dict[str, Any]) -> None:
+    """A key that repeats another (data.T0 is T0: config/schema.py copy_of) has its value: a run
+    is made and recorded by one value of each setting, never trained at data.T0=100 and
+    recorded at T0=50."""
+    for path, source in copies().items():
+        value, given = dig(fields, path), dig(fields, source)
+        if value is ABSENT or given is ABSENT or value == given:
+            continue
+        if isinstance(value, dict):
+            hint = f"give {source}.KEY=VALUE"
+        elif source == "task.generator":
+            hint = "choose the task with task=NAME (a conf file of task/)"
+        else:
+            hint = f"give {source}={value}"
+        raise ConfigError(f"{path}={value!r} is invalid: {path} is set by {source}: {hint}")
+
+
+def dig(fields: dict[str, Any], path: str) -> Any:
+    """The value at a dotted `path` of `fields`, or ABSENT."""
+    for key in path.split("."):
+        if not isinstance(fields, dict) or key not in fields:
+            return ABSENT
+        fields = fields[key]
+    return fields
 
 
 def check_warmup(cfg: TrainConfig) -> None:

@@ -38,6 +38,7 @@ import math
 import os
 import socket
 import time
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -56,9 +57,15 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.hparams import api_pb2, metadata, plugin_data_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from longterm.choices import DATA, HEADS, LENGTHS, LOSSES, OPTIMIZERS, SCHEDULES
 from longterm.config.debug import debug_keys, debug_line
-from longterm.config.run_settings import COMMON_KEYS, own_params, run_params, section_own
+from longterm.config.run_settings import (
+    COMMON_KEYS,
+    TASK_KEYS,
+    identity,
+    own_params,
+    run_params,
+    section_own,
+)
 from longterm.store.atomic import atomic_write
 from longterm.store.run_dir import event_files
 from longterm.training.library_internals import add_summary
@@ -87,39 +94,24 @@ class LogLearningRate(L.Callback):
 
 # Named by conf files, not listed: their values are given to `experiment` by the run.
 NAMED = ("task", "pool", "model")
-# Every key of config/run_settings.py run_params: a string key's allowed values, or its type.
+
+
+def column(types: tuple[Any, ...]) -> tuple[str, ...] | type:
+    """A setting's HPARAMS column from its schema types (config/run_settings.py: Setting): a
+    choice's values, bool, float for a number (absent: none), or () for a name (NAMED)."""
+    kinds = [t for t in types if t is not type(None)]
+    if all(typing.get_origin(t) is typing.Literal for t in kinds):
+        return tuple(v for t in kinds for v in typing.get_args(t))
+    if kinds == [bool]:
+        return bool
+    return () if kinds == [str] else float
+
+
+# Every key of config/run_settings.py run_params: a string key's allowed values, or its type;
+# from the schema (run_settings.identity), and the built-in tasks' own keys.
 SCHEMA: dict[str, tuple[str, ...] | type] = {
-    "task": (),
-    "pool": (),
-    "model": (),
-    "data": DATA,
-    "loss": LOSSES,
-    "lengths": LENGTHS,  # data=fixed
-    "mask_padding": bool,
-    "T0": float,
-    "lr": float,
-    "seed": float,
-    "batch_size": float,
-    "max_epochs": float,
-    "optim": OPTIMIZERS,  # optim.name
-    "weight_decay": float,  # optim.weight_decay
-    "schedule": SCHEDULES,  # optim.schedule
-    "warmup": float,  # optim.warmup
-    "clip": float,  # optim.clip (absent: none)
-    "head": HEADS,  # model.head
-    "stop_at": float,  # callbacks.stop_when_solved.threshold
-    "stop_strict": bool,  # callbacks.stop_when_solved.strict
-    "min_length": float,  # data=variable
-    "max_length": float,  # data=variable
-    "k": float,  # task.params.k, associative_recall
-    "statements": float,  # task.params.statements, algorithmic
-    "variables": float,  # task.params.variables, algorithmic
-    "arity": float,  # task.params.arity, fixed_knowledge
-    "vocab": float,  # task.params.vocab, fixed_knowledge, mqar, selective_copying, induction_heads
-    "kv_pairs": float,  # task.params.kv_pairs, mqar
-    "power_a": float,  # task.params.power_a, mqar
-    "random_non_queries": bool,  # task.params.random_non_queries, mqar
-    "data_tokens": float,  # task.params.data_tokens, selective_copying
+    **{name: column(key.types) for name, key in identity().items()},
+    **TASK_KEYS,
 }
 # Measured on the run's model (training/result.py: measured): its parameters, and the numbers its
 # step form carries per sequence after the training width (absent: no step form).

@@ -9,7 +9,10 @@ per model, width and setting, each in its own sweep directory; the directories g
 those (result.json files are found at any depth). Per setting (T0, key-value pairs), model and
 width: the state size (numbers carried per sequence at inference, at the training width), the
 parameters, the race's winner (best validation accuracy over the learning rates, then fewer
-updates) and its learning rate and updates, and each seed's value. Writes the page and, beside it,
+updates) and its learning rate and updates, and each seed's value. A point joins runs of one
+setting but their learning rates and seeds (analysis/identity.py): runs of another vocabulary,
+budget, recipe or model key under the same length, pairs, model and width are refused in one line
+naming what differs. Writes the page and, beside it,
 `<page>/recall_vs_state_size.png`: accuracy against the state size on a log axis, a panel per
 setting, each seed of each point its own marker (attention models squares), with chance and the
 1/k level (one of k pairs recalled) drawn across each panel.
@@ -29,6 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from longterm.analysis.formats import pct  # noqa: E402
+from longterm.analysis.identity import MixedSettingsError, mixed  # noqa: E402
 from longterm.analysis.page_cli import page_cli  # noqa: E402
 from longterm.analysis.plateau import Cell, rise  # noqa: E402
 from longterm.analysis.provenance import distinct, process_minutes, sweep_commands  # noqa: E402
@@ -66,6 +70,17 @@ def load(dirs: list[Path]) -> pd.DataFrame:
     )
 
 
+def one_setting(runs: pd.DataFrame) -> None:
+    """MixedSettingsError (one line) where a point would join runs of other settings than its
+    learning rates and seeds: another vocabulary, recipe, batch or model key, or another budget,
+    its race's epoch limit (the race caps the slower learning rate's runs below it)."""
+    budget = runs.groupby("race").max_epochs.transform("max")
+    rows = [{**s, "max_epochs": b} for s, b in zip(runs.settings, budget, strict=True)]
+    line = mixed(runs.assign(settings=rows), GROUP, within=("lr", "seed"))
+    if line is not None:
+        raise MixedSettingsError(line)
+
+
 def winners(runs: pd.DataFrame) -> pd.DataFrame:
     """Each race's winner per seed: the best accuracy, then the fewest updates, then the larger
     learning rate (the race's leader)."""
@@ -78,6 +93,7 @@ def points(runs: pd.DataFrame) -> pd.DataFrame:
     winners over seeds), `cell` (each seed's winner and how much its run still rose at its
     cutoff: plateau.Cell), the winning learning rates and most updates, seeds, runs, and the
     model's `kind` (`kinds`)."""
+    one_setting(runs)
     won = winners(runs)
     won = won.assign(rise=[rise(h, s) for h, s in zip(won.history, won.status, strict=True)])
     table = won.groupby(GROUP).agg(
