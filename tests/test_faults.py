@@ -365,8 +365,8 @@ def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_e
 
 def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, reference):
     """A result.json that is not whole JSON: the command line, continue_run and a sweep's table
-    say so in one line; a checkpoint of another model.dim (a setting result.json does not name)
-    is refused in one line instead of Lightning's size-mismatch traceback."""
+    say so in one line; a command of another model.dim in an unfinished run's directory is refused
+    in one line (the run's settings), never reaching Lightning's size-mismatch traceback."""
     run_dir = tmp_path / "sweep" / "run"
     shutil.copytree(reference, run_dir)
     (run_dir / "result.json").write_text('{"status": ')
@@ -382,10 +382,28 @@ def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, ref
     (run_dir / "result.json").unlink()
     out = train_py(*QUICK, "model.dim=32", f"hydra.run.dir={run_dir}")
     assert out.returncode == 1
-    assert error_line(out.stderr) == (
-        f"error: {run_dir / 'checkpoints' / 'last.ckpt'} holds a model of other parameters than "
-        "this command's (net.encoder.proj.bias: 100 there, 32 here): rerun the run with its own "
-        "settings, or give this run another directory"
+    assert error_line(out.stderr) == (  # model.dim is a setting: the directory's check says so
+        f"error: {run_dir} holds an unfinished run with other settings (dim=100): rerun it with "
+        "its own settings to resume it, or give this run another directory"
+    )
+
+
+def test_a_checkpoint_of_other_shapes_is_refused_in_one_line(tmp_path):
+    """training/checkpoints.py: same_model, the last guard before Lightning's size-mismatch
+    traceback (a checkpoint whose shapes no recorded setting explains)."""
+    from longterm.training.checkpoints import same_model
+    from longterm.training.faults import RunError
+    from longterm.training.parts import build_model
+
+    ckpt = tmp_path / "last.ckpt"
+    torch.save({"state_dict": build_model(composed("model.dim=100")).state_dict()}, ckpt)
+    same_model(build_model(composed("model.dim=100")), ckpt)  # the same shapes: no error
+    with pytest.raises(RunError) as refused:
+        same_model(build_model(composed("model.dim=32")), ckpt)
+    assert str(refused.value) == (
+        f"{ckpt} holds a model of other parameters than this command's (net.encoder.proj.bias: "
+        "100 there, 32 here): rerun the run with its own settings, or give this run another "
+        "directory"
     )
 
 
