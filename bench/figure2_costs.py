@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
+from head_at_labels import optimizer_of
 from hydra import compose, initialize_config_dir
 
 from longterm.training.batches import TRAIN, FixedLengthBatches, batch_rng
@@ -46,15 +47,6 @@ def config(model: str, L: int, d: int, batch: int):
     overrides += [f"task.params.kv_pairs={L // 16}", f"data.batch_size={batch}"]
     with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"):
         return compose("train", overrides=overrides)
-
-
-def optimizer_of(module) -> torch.optim.Optimizer:
-    made = module.configure_optimizers()
-    if isinstance(made, dict):
-        made = made["optimizer"]
-    if isinstance(made, list | tuple):
-        made = made[0][0] if isinstance(made[0], list | tuple) else made[0]
-    return made
 
 
 def measure(model: str, L: int, d: int, batch: int, warmup: int, updates: int) -> float:
