@@ -23,8 +23,8 @@ from longterm.config.run_settings import run_params
 from longterm.config.validate import ConfigError
 from longterm.contract.encoder import encoder_report
 from longterm.contract.task import task_report
+from longterm.training.hparams import records
 from longterm.training.parts import build_model
-from longterm.training.tensorboard import records
 
 
 def test_the_example_trains_beside_the_paper_model_and_is_collected_by_its_own_names(lab):

@@ -23,8 +23,8 @@ from longterm.config.validate import ConfigError
 from longterm.contract.readout import readout_report
 from longterm.models.sequence import SequenceModel
 from longterm.sweeps.pack import packable
+from longterm.training.hparams import records
 from longterm.training.parts import build_model
-from longterm.training.tensorboard import records
 
 # nn.GRU's weights and biases, the gate (w, b) and the head; the feed-forward layer instead
 GRU_GATED, FEEDFORWARD_GATED = 3 * 100 * (2 + 100 + 2) + 101 + 10_201, 300 + 101 + 10_201

@@ -25,7 +25,7 @@ from tensorboard.plugins.hparams import metadata
 from longterm.analysis.events import scalars
 from longterm.store.continue_run import ContinueError, continue_run
 from longterm.store.run_dir import EVENTS
-from longterm.training.tensorboard import records
+from longterm.training.hparams import records
 
 
 def sessions(run_dir: Path) -> tuple[int, int]:

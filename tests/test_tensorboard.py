@@ -4,6 +4,7 @@ table's default columns, its filters, every run with every metric and its real s
 directory names, and the groups the Scalars tab opens on."""
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,18 +33,23 @@ from longterm.choices import (
     HEADS,
     INITS,
     LENGTHS,
+    LIMITS,
     LOSSES,
     OPTIMIZERS,
     SCHEDULES,
 )
 from longterm.config import run_names
-from longterm.training.tensorboard import (
+from longterm.store.archive import FINAL_MARK
+from longterm.store.records import ENDS, end_of, write_result
+from longterm.training.hparams import (
     FILE_VERSION,
+    RECORDS,
     SCHEMA,
     close_session,
     experiment,
     open_session,
     records,
+    restate_sweep,
     session_end,
     session_start,
     write_file,
@@ -106,6 +112,10 @@ def sweep(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def board(sweep):
+    return board_of(sweep)
+
+
+def board_of(sweep: Path):
     """The hparams plugin's backend over the sweep, as `tensorboard --logdir <sweep>` builds it."""
     mux = plugin_event_multiplexer.EventMultiplexer()
     mux.AddRunsFromDirectory(str(sweep))
@@ -133,14 +143,16 @@ def sessions(board, *col_params: api_pb2.ColParams) -> dict[str, api_pb2.Session
 def test_the_table_opens_on_the_columns_that_matter(board):
     """TensorBoard sorts the hyperparameters that differ first, then by name; the rest follow."""
     infos = get_experiment_of(board).hparam_infos
-    assert [h.name for h in infos[:5]] == ["T0", "lr", "model", "pool", "task"]
-    assert {h.name for h in infos if h.differs} == {"T0", "lr", "model", "pool", "task"}
+    first = ["T0", "end", "lr", "model", "pool"]  # hparams.COLUMNS: the five TensorBoard shows
+    assert [h.name for h in infos[:5]] == first
+    assert {h.name for h in infos if h.differs} == set(first)
     assert [h.name for h in infos[5:]] == sorted(
         ["batch_size", "data", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed"]
         + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
         + ["head", "stop_at", "stop_strict"]  # model.head, the stop rule
-        + ["dim", "hidden", "negative_slope", "init"]  # the model's keys every model has
+        + ["dim", "hidden", "negative_slope", "init", "task"]  # the model's keys every model has
+        + ["limit"]  # what the epoch limit is (hparams.ENDING, with `end`)
         + ["batches_per_epoch"]  # with max_epochs, the budget
         + TASK_KEYS
         + ["n_params", "state_size"]  # measured on the model (tensorboard.MEASURED)
@@ -155,6 +167,7 @@ def test_every_string_key_has_its_allowed_values_to_filter_by(board):
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
     allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
     allowed |= dict(optim=OPTIMIZERS, schedule=SCHEDULES, head=HEADS, init=INITS)
+    allowed |= dict(limit=LIMITS, end=ENDS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
     assert strings == {*allowed, *FREE_TEXT}
     assert not any(infos[k].domain_discrete.values for k in FREE_TEXT)
@@ -182,6 +195,24 @@ def test_every_run_is_in_the_table_with_every_metric_and_its_status(board, sweep
         assert values["verdict/best_acc"] == pytest.approx(result["best_acc"] or 0.0)
         assert values["verdict/epochs"] == result["epochs"]
         assert {m.training_step for m in row.metric_values} == {result["updates"]}
+
+
+def groups_of(board) -> list[api_pb2.SessionGroup]:
+    """The HPARAMS table's groups (every status): a group's `hparams` are its columns."""
+    backend, request = board
+    query = api_pb2.ListSessionGroupsRequest(
+        allowed_statuses=ALL_STATUSES, start_index=0, slice_size=100
+    )
+    return list(list_session_groups.Handler(request, backend, "", query).run().session_groups)
+
+
+def test_each_run_s_end_and_limit_are_columns(board, sweep):
+    """`end` says how each run ended (records.end_of): here solved, max_epochs (the default
+    limit, `stop`: the run was to train until solved) and diverged."""
+    for group in groups_of(board):
+        result = read_json(sweep / group.sessions[0].name / "result.json")
+        assert result["limit"] == group.hparams["limit"].string_value == "stop"
+        assert group.hparams["end"].string_value == end_of(result) == result["status"]
 
 
 def test_every_run_shows_the_size_of_its_model(board, sweep):
@@ -334,3 +365,62 @@ def test_a_run_keeps_one_start_record_and_an_earlier_end_is_dropped(tmp_path):
     ]
     assert set(records(tmp_path)) == set()  # the failure is gone; the new records are `added`
     assert scalars(tmp_path)["verdict/epochs"] == [(3, 1.0)]  # other events stay
+
+
+@pytest.mark.parametrize(
+    "limit, end, code",
+    [
+        ("stop", "max_epochs", api_pb2.STATUS_FAILURE),
+        ("budget", "budget", api_pb2.STATUS_SUCCESS),
+        ("capped", "capped", api_pb2.STATUS_SUCCESS),
+    ],
+)
+def test_a_run_at_its_budget_or_a_race_cap_ended_as_designed(tmp_path, limit, end, code):
+    """Unsolved at its epoch limit, a run of a fixed-budget experiment or a race's capped rival
+    is a success with its `end`; a run that was to train until solved is a failure. The start
+    record is written again with the end, and the run keeps one of each record."""
+    params = {"task": "addition", "lr": 1e-3, "max_epochs": 2, "limit": limit}
+    names = {"task": ("addition",), "pool": ("attention",), "model": ("feedforward",)}
+    written = [Event(file_version=FILE_VERSION).SerializeToString()] + [
+        Event(step=0, summary=s).SerializeToString()
+        for s in (experiment(names), session_start(params))
+    ]
+    write_file(tmp_path / "events.out.tfevents.1.host.1.0", written)
+    ended = {"status": "max_epochs", "limit": limit, "best_acc": 0.5, "epochs": 2, "updates": 8}
+    close_session(tmp_path, ended)
+    found = records(tmp_path)
+    assert {tag: len(contents) for tag, contents in found.items()} == dict.fromkeys(RECORDS, 1)
+    start = metadata.parse_session_start_info_plugin_data(found[RECORDS[1]][0])
+    assert (start.hparams["end"].string_value, start.hparams["limit"].string_value) == (end, limit)
+    assert start.hparams["lr"].number_value == 1e-3
+    assert metadata.parse_session_end_info_plugin_data(found[RECORDS[2]][0]).status == code
+    assert scalars(tmp_path)["verdict/epochs"] == [(8, 2.0)]
+
+
+def test_archived_runs_get_their_end_again(sweep, tmp_path):
+    """`python -m longterm.training.hparams` writes a finished run's records again from its
+    result.json: a run of a final sweep that records no limit (made before it existed) ended at
+    its budget; the records stay one of each, the scalars are not written twice."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    (copy / FINAL_MARK).touch()
+    for name in NAMES.values():
+        result = read_json(copy / name / "result.json")
+        del result["limit"]
+        write_result(copy / name, result)
+    assert dict(restate_sweep(copy, None)) == {
+        copy / NAMES[key]: end
+        for key, end in zip(NAMES, ("solved", "budget", "diverged", "diverged"), strict=True)
+    }
+    for group in groups_of(board_of(copy)):
+        run_dir = copy / group.sessions[0].name
+        assert read_json(run_dir / "result.json")["limit"] == "budget"
+        assert group.hparams["end"].string_value == end_of(read_json(run_dir / "result.json"))
+        assert group.sessions[0].status != api_pb2.STATUS_UNKNOWN
+        assert {tag: len(c) for tag, c in records(run_dir).items()} == dict.fromkeys(RECORDS, 1)
+        assert len(scalars(run_dir)["verdict/epochs"]) == 1
+    rows = sessions(board_of(copy))
+    assert rows[NAMES[1e-3, 1.0]].status == api_pb2.STATUS_SUCCESS  # at its budget
+    files = list(copy.glob("*/events.out.tfevents.*"))
+    assert dict(restate_sweep(copy, None))  # again: the same records, no file more
+    assert len(list(copy.glob("*/events.out.tfevents.*"))) == len(files)

@@ -39,6 +39,10 @@ ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerat
 # learning-rate schedule: constant, cosine per epoch, or linear warmup then cosine per update.
 OPTIMIZERS = ("adam", "adamw")  # optim.name
 SCHEDULES = ("none", "cosine", "warmup_cosine")  # optim.schedule
+# limit: what a run's epoch limit is. stop: a cap on a run that trains until the stop rule (the
+# paper's; unsolved there is a failure) | budget: the experiment's fixed budget (ending there is
+# its design) | capped: a learning-rate race's rival stopped at its leader's epochs (lr_race)
+LIMITS = ("stop", "budget", "capped")
 
 # model.impl=fused: the feedforward model's encoder and a PAPER_READOUTS pooling in one pass
 FUSED_ENCODER = "longterm.models.feedforward.StepEncoder"

@@ -22,6 +22,7 @@ from longterm.choices import (
     INPUTS,
     LABELS,
     LENGTHS,
+    LIMITS,
     LOSSES,
     NAME_PATTERN,
     OPTIMIZERS,
@@ -380,6 +381,7 @@ class TrainConfig(OpenSection):
     T0: int = setting(ge=MIN_LENGTH, description="shortest sequence length")
     lr: float = setting(gt=0)
     seed: int = setting(ge=0)
+    limit: Literal[LIMITS] = "stop"  # what the epoch limit is (records.end_of reads the end by it)
     optim: OptimSection
     task: TaskSection
     pool: PoolSection

@@ -181,7 +181,7 @@ class Race:
                 by_cap[(task, pool, T0, cap)].append(seed)
         for (task, pool, T0, cap), seeds in by_cap.items():
             full = cap == (a.max_epochs or a.default_limit)
-            epochs = limit if full else [f"trainer.max_epochs={cap}"]
+            epochs = limit if full else [f"trainer.max_epochs={cap}", "limit=capped"]
             cell = [f"task={task}", f"pool={pool}", f"T0={T0}", f"lr={csv(rivals)}"]
             self.train([*cell, f"seed={csv(seeds)}", *epochs])
         return self.failures

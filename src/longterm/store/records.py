@@ -20,6 +20,11 @@ RESULT_FILE = "result.json"
 # A run that ended with one of these is complete: rerunning its command does not train it again.
 # The others, "interrupted" and "failed", resume from the last checkpoint.
 FINAL_STATUSES = ("solved", "max_epochs", "diverged")
+# How a finished run ended (`end_of`): its status, but at its epoch limit what the limit was
+# (conf/train.yaml: limit): `budget` (the experiment's fixed budget) or `capped` (a race's rival);
+# `max_epochs` stays for a run that was to train until solved. The first three ended as designed.
+ENDS = ("solved", "budget", "capped", "max_epochs", "diverged", "failed")
+ENDED_AS_DESIGNED = ENDS[:3]
 # A run made with Lightning's debugging keys (config/debug.py: trainer.fast_dev_run, ...), which it
 # records as `debug`: never final, never resumed nor resumed from (the next run in its directory
 # trains from the start: store/run_dir.py, clear_debug_run), never collected.
@@ -28,6 +33,15 @@ DEBUG_STATUS = "debug"
 SWEEP_RECORD = "sweep.json"
 # Every `src/train.py -m` command run in a sweep directory, oldest first (longterm.sweeps.multirun).
 COMMANDS_RECORD = "commands.json"
+
+
+def end_of(result: dict[str, Any]) -> str:
+    """How a run ended (ENDS) from its record: `status`, read at the epoch limit by the run's
+    `limit` (absent in records made before it: `stop`)."""
+    status = result["status"]
+    if status == "max_epochs":
+        return {"budget": "budget", "capped": "capped"}.get(result.get("limit", "stop"), status)
+    return status
 
 
 def append_record(path: Path, entry: dict[str, Any]) -> None:

@@ -3,8 +3,9 @@ launched the sweep, whatever the launcher: `RecordCommand` appends the command t
 directory's commands.json, with the environment variables a rerun needs (`env`: PYTHONPATH when
 set; the collector's sweeps.md lists every command a directory was run with), and `JobsTable`
 ends the sweep with a table of its jobs: settings (the job's directory name,
-longterm.config.run_names), status, best validation accuracy and epochs, and, when a job did not
-finish, one line ending with the command that resumes the sweep in its directory."""
+longterm.config.run_names), its end (records.end_of), best validation accuracy and epochs,
+and, when a job did not finish, one line ending with the command that resumes the sweep in its
+directory."""
 
 import os
 import sys
@@ -19,6 +20,7 @@ from longterm.store.records import (
     COMMANDS_RECORD,
     RESULT_FILE,
     append_record,
+    end_of,
     git_commit,
     now,
 )
@@ -38,7 +40,7 @@ def job_rows(sweep_dir: Path) -> list[dict[str, Any]]:
         rows.append(
             {
                 "job": job.name,
-                "status": result.get("status", "no result"),
+                "status": end_of(result) if "status" in result else "no result",
                 "best val/acc": "" if best is None else f"{best:.4f}",
                 "epochs": f"{result['epochs']}/{result['max_epochs']}"
                 if "epochs" in result

@@ -3,7 +3,8 @@ when training ends (solved, at its epoch limit, diverged) or stops (failed, inte
 else marks the end once it is written (the run's HPARAMS session in TensorBoard,
 training/tensorboard.py) is the caller's, handed in as `ended`.
 
-result.json keys: the run's parameters (`run_params`), `status` (records.FINAL_STATUSES, or
+result.json keys: the run's parameters (`run_params`), `limit` (what its epoch limit is: conf/
+train.yaml; records.end_of reads `max_epochs` by it), `status` (records.FINAL_STATUSES, or
 `failed` / `interrupted`, which the same command resumes), `epoch_solved`, `diverged_step`,
 `best_acc`, `final_acc`, `val_acc_history` (null when no validation ran, never a made-up zero),
 `best_checkpoint` (the checkpoint holding the weights of `best_acc`, relative to the run directory),
@@ -35,6 +36,7 @@ from longterm.store.records import (
     DEBUG_STATUS,
     FINAL_STATUSES,
     RESULT_FILE,
+    end_of,
     git_commit,
     machine,
     now,
@@ -95,6 +97,7 @@ def open_record(
         log.info(f"resuming from {ckpt} after {resumed_at} updates")
     record = {
         **params,
+        "limit": OmegaConf.select(cfg, "limit", default="stop"),
         "status": "failed",
         "resumed_at_update": resumed_at,
         "earlier_wall_time_s": earlier_seconds(run_dir) if ckpt is not None else None,
@@ -168,6 +171,7 @@ def close_record(
     write_result(run_dir, result)
     ended(result)
     best = "none" if result["best_acc"] is None else f"{result['best_acc']:.4f}"
+    ends = end_of({**result, "status": ends})
     say.info(
         f"{debug_run_line(result)}{ends} after {result['epochs']} epochs "
         f"({result['updates']} updates), best val/acc {best}, "
