@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 from longterm.choices import (
     ACCELERATORS,
     ACCURACIES,
-    DECAYS,
+    DECAY_GROUPS,
     HEADS,
     IMPLS,
     INITS,
@@ -190,7 +190,7 @@ class OptimSection(Section):
     warmup: int = setting(default=0, ge=0)
     clip: float | None = setting(default=None, gt=0)
     min_lr: float = setting(default=0.0, ge=0)  # the floor of schedule=cosine (mad-lab's 1e-6)
-    decay: Literal[DECAYS] = setting(default="all")  # which parameters weight_decay acts on
+    decay_groups: Literal[DECAY_GROUPS] = setting(default="all")  # which weight_decay acts on
 
     @model_validator(mode="after")
     def keys_the_recipe_reads(self) -> "OptimSection":

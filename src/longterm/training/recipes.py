@@ -12,8 +12,8 @@ schedule of its learning rate and the clipping of its gradients, with torch's ow
                          lr (u + 1) / W for u < W = warmup, then
                          lr (1 + cos(pi (u - W) / (N - W))) / 2
     clip                 torch.nn.utils.clip_grad_norm_(params, clip) before each step
-    decay all            weight_decay on every parameter
-    decay mad            mad-lab's groups (pl_model_wrapper.py, configure_optimizers): none on a
+    decay_groups all     weight_decay on every parameter
+    decay_groups mad     mad-lab's groups (pl_model_wrapper.py, configure_optimizers): none on a
                          parameter whose name has `bias` or `norm`, or marked `_no_weight_decay`
 
 Where the steps happen: Lightning steps the schedule under automatic optimization (the interval
@@ -52,7 +52,7 @@ class WarmupCosine:
         return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def decay_groups(
+def mad_groups(
     named: list[tuple[str, nn.Parameter]], weight_decay: float
 ) -> list[dict[str, Any]]:
     """mad-lab's parameter groups: `weight_decay` on the parameters whose names have neither
@@ -81,7 +81,7 @@ class Recipe:
     warmup: int = 0
     clip: float | None = None
     min_lr: float = 0.0
-    decay: str = "all"
+    decay_groups: str = "all"
     max_epochs: int = 1
     updates_per_epoch: int = 1
 
@@ -102,12 +102,12 @@ class Recipe:
         self, params: Iterable[nn.Parameter], lr: float, names: Iterable[str] = ()
     ) -> torch.optim.Optimizer:
         """The optimizer of `params` at learning rate `lr`; `names`, the parameters' names, are
-        what decay=mad reads."""
+        what decay_groups=mad reads."""
         params = list(params)
         if self.name == "adamw":
             groups = params
-            if self.decay == "mad":
-                groups = decay_groups(list(zip(names, params, strict=True)), self.weight_decay)
+            if self.decay_groups == "mad":
+                groups = mad_groups(list(zip(names, params, strict=True)), self.weight_decay)
             return torch.optim.AdamW(
                 groups, lr=lr, betas=self.betas, eps=self.eps, weight_decay=self.weight_decay
             )
