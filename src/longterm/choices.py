@@ -44,8 +44,8 @@ ACCELERATORS = ("auto", "cpu", "gpu", "cuda", "mps", "tpu")  # trainer.accelerat
 # learning-rate schedule: constant, cosine per epoch, or linear warmup then cosine per update.
 OPTIMIZERS = ("adam", "adamw")  # optim.name
 SCHEDULES = ("none", "cosine", "warmup_cosine")  # optim.schedule
-# optim.decay_groups: weight decay on every parameter, or mad-lab's groups (none on biases, norms and
-# parameters marked `_no_weight_decay`: training/recipes.py)
+# optim.decay_groups: weight decay on every parameter, or mad-lab's groups (none on biases, norms
+# and parameters marked `_no_weight_decay`: training/recipes.py)
 DECAY_GROUPS = ("all", "mad")
 # task.accuracy over the labelled targets: the fraction right (micro), or torchmetrics'
 # MulticlassAccuracy(average="macro"), the mean over classes of each class's recall (mad-lab's)

@@ -134,21 +134,15 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
 
 def check_mad(cfg: DictConfig) -> None:
     """A MAD task's setting is one of its own, data=mad reads a MAD task at its setting's params
-    (config/mad_settings.py); checked before anything reads the values the setting gives."""
+    (config/mad_settings.py); the setting's name is checked before any value it gives is read."""
     task = cfg.get("task")
     if not isinstance(task, DictConfig):
         return
-    params = task.get("params")
-    plain_task = {
-        "name": task.get("name"),
-        "generator": task.get("generator"),
-        "setting": task.get("setting"),
-        "params": plain(params) if isinstance(params, DictConfig) and task.get("setting") else {},
-    }
-    try:
-        error = setting_error(plain_task, OmegaConf.select(cfg, "data.name"))
-    except Exception as e:  # a setting that names none: its params cannot be read
-        error = str(e).splitlines()[0]
+    data = OmegaConf.select(cfg, "data.name")
+    named = {k: task.get(k) for k in ("name", "generator", "setting")}
+    error = setting_error({**named, "params": {}}, data)
+    if error is None and data == "mad":
+        error = setting_error({**named, "params": plain(task.get("params") or {})}, data)
     if error:
         raise ConfigError(error)
 

@@ -167,7 +167,9 @@ class MAD(nn.Module):
     ):
         super().__init__()
         cls = mixer_class(mixer)
-        keys = plugin_keys(cls, mixer_keys, (), "model", ("dim",), ("impl",), {"impl": impl})
+        section = {"name": f"the mixer {cls.__name__}", **mixer_keys}
+        keys = plugin_keys(cls, section, ("name",), "model", ("dim",), ("impl",), {"impl": impl})
+        keys.pop("name", None)
         self.embed = nn.Identity() if in_features == dim else nn.Linear(in_features, dim)
         blocks: list[nn.Module] = []
         for _ in range(layers):

@@ -52,9 +52,7 @@ class WarmupCosine:
         return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def mad_groups(
-    named: list[tuple[str, nn.Parameter]], weight_decay: float
-) -> list[dict[str, Any]]:
+def mad_groups(named: list[tuple[str, nn.Parameter]], weight_decay: float) -> list[dict[str, Any]]:
     """mad-lab's parameter groups: `weight_decay` on the parameters whose names have neither
     `bias` nor `norm` and that are not marked `_no_weight_decay`, 0 on the others."""
     decay, no_decay = [], []
