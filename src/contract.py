@@ -33,7 +33,8 @@ def main(argv: list[str]) -> int:
     model = OmegaConf.to_container(cfg.model, resolve=True)
     pool = OmegaConf.to_container(cfg.pool, resolve=True)
     task = OmegaConf.to_container(cfg.task, resolve=True)
-    shortest = cfg.data.T0 if cfg.data.name == "fixed" else cfg.data.min_length
+    shortest = {"fixed": "T0", "mad": "steps"}.get(cfg.data.name, "min_length")
+    shortest = cfg.data[shortest]  # data=mad: its setting's length
     keys = {k: v for k, v in model.items() if k not in ("encoder", "dim")}
     in_features = encoder_in_features(task, model["dim"])  # token inputs: the embedding's width
     reports = {

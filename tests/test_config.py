@@ -41,12 +41,17 @@ STEP_TASKS = sorted(
 MODELS = sorted(p.stem for p in (CONF / "model").glob("*.yaml"))
 
 
+# MAD's compression is read by mad-lab's bottleneck decoder (conf/task/mad_compression.yaml)
+TASK_POOL = {"mad_compression": "mad_decoder"}
+
+
 @pytest.mark.parametrize("task", STEP_TASKS)
 def test_a_task_that_labels_steps_is_read_at_every_step_unless_pool_is_named(task):
     """The task's choice wins over a model's own (recurrent models choose pool=last); a pool
     named on the command line wins over both, and an arch names its pool."""
-    assert {composed(f"task={task}", f"model={m}").pool.name for m in MODELS} == {"per_step"}
-    assert validate(composed(f"task={task}", "model=lstm")).pool.name == "per_step"
+    own = TASK_POOL.get(task, "per_step")
+    assert {composed(f"task={task}", f"model={m}").pool.name for m in MODELS} == {own}
+    assert validate(composed(f"task={task}", "model=lstm")).pool.name == own
     assert composed(f"task={task}", "model=lstm", "pool=mean").pool.name == "mean"
     assert composed(f"task={task}", "arch=lstm").pool.name == "last"
 
@@ -132,9 +137,11 @@ def test_what_identifies_a_run_is_the_schema_s_marked_keys():
 
     params = run_params(composed())
     assert {name for name, key in identity().items() if key.path.startswith("data.")} == {
-        "data", "batch_size", "batches_per_epoch", "lengths", "min_length", "max_length"
+        "data", "batch_size", "batches_per_epoch", "lengths", "min_length", "max_length",
+        "n_train", "n_test",
     }  # fmt: skip
-    assert set(identity()) - set(params) == {"min_length", "max_length"}  # data=variable's
+    others = {"min_length", "max_length", "n_train", "n_test"}  # data=variable's, data=mad's
+    assert set(identity()) - set(params) == others
     for override, key, value in [("model.dim=32", "dim", 32), ("T0=100", "T0", 100)]:
         changed = run_params(composed(override))
         assert changed[key] == value != params[key]

@@ -211,7 +211,7 @@ def test_a_resumed_run_is_the_run_not_interrupted(tmp_path, recipe):
     keys = {k: record[k] for k in RECIPE}
     if cosine:
         assert keys == {"optim": "adamw", "weight_decay": 0.1, "schedule": "cosine",
-                        "warmup": 0, "clip": 0.5}  # fmt: skip
+                        "warmup": 0, "clip": 0.5, "min_lr": 0.0, "decay_groups": "all"}  # fmt: skip
     else:
         assert keys["schedule"] == "warmup_cosine" and keys["warmup"] == 4
     with pytest.raises(ContinueError, match="optim.schedule=.*is another run"):

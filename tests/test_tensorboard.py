@@ -29,7 +29,9 @@ from tensorboard.plugins.hparams import (
 
 from longterm.analysis.events import scalars
 from longterm.choices import (
+    ACCURACIES,
     COMMON_MODEL_KEYS,
+    DECAY_GROUPS,
     HEADS,
     INITS,
     LENGTHS,
@@ -150,7 +152,10 @@ def test_the_table_opens_on_the_columns_that_matter(board):
         ["batch_size", "data", "lengths", "loss", "mask_padding"]
         + ["max_epochs", "max_length", "min_length", "seed"]
         + ["clip", "optim", "schedule", "warmup", "weight_decay"]  # the recipe (optim.*)
+        + ["min_lr", "decay_groups"]
         + ["head", "stop_at", "stop_strict"]  # model.head, the stop rule
+        + ["accuracy", "setting"]  # task.accuracy, task.setting
+        + ["n_train", "n_test", "pool.norm"]  # data=mad's; pool=mad_decoder's
         + ["dim", "hidden", "negative_slope", "init", "task"]  # the model's keys every model has
         + ["limit"]  # what the epoch limit is (hparams.ENDING, with `end`)
         + ["batches_per_epoch"]  # with max_epochs, the budget
@@ -165,11 +170,13 @@ def test_every_string_key_has_its_allowed_values_to_filter_by(board):
     names of the conf files for task, pool and model."""
     infos = {h.name: h for h in get_experiment_of(board).hparam_infos}
     names = {group: tuple(conf_names(group)) for group in ("task", "pool", "model")}
-    allowed = dict(**names, data=("fixed", "variable"), loss=LOSSES, lengths=LENGTHS)
+    allowed = dict(**names, data=("fixed", "variable", "mad"), loss=LOSSES, lengths=LENGTHS)
     allowed |= dict(optim=OPTIMIZERS, schedule=SCHEDULES, head=HEADS, init=INITS)
     allowed |= dict(limit=LIMITS, end=ENDS)
+    allowed |= dict(accuracy=ACCURACIES, decay_groups=DECAY_GROUPS)
     strings = {n for n, h in infos.items() if h.type == api_pb2.DATA_TYPE_STRING}
-    assert strings == {*allowed, *FREE_TEXT}
+    free = {"setting", "pool.norm"}  # a task's named setting, a readout's own key
+    assert strings == {*allowed, *FREE_TEXT, *free}
     assert not any(infos[k].domain_discrete.values for k in FREE_TEXT)
     for name, values in allowed.items():
         assert [v.string_value for v in infos[name].domain_discrete.values] == list(values)
@@ -314,7 +321,10 @@ def test_the_schema_holds_every_key_a_run_can_have():
         ["task=mqar", "pool=per_step"],
         ["task=selective_copying", "pool=per_step"],
     )
-    assert set().union(*(run_params(composed(*c)) for c in configs)) == set(SCHEMA)
+    mad = run_params(composed("data=mad", "task=mad_selective_copying"))
+    assert {"n_train", "n_test"} <= set(mad)  # data=mad's
+    union = set().union(*(run_params(composed(*c)) for c in configs))
+    assert union | {"n_train", "n_test"} == set(SCHEMA)
 
 
 def test_a_model_s_own_keys_are_among_the_run_s_parameters():
@@ -324,7 +334,8 @@ def test_a_model_s_own_keys_are_among_the_run_s_parameters():
     params = run_params(composed("arch=transformer", "model.layers=3"))
     own = {k: params[k] for k in ("heads", "layers", "attn_span", "d_ff", "norm")}
     assert own == {"heads": 4, "layers": 3, "attn_span": 64, "d_ff": 64, "norm": "post"}
-    assert set(params) == set(SCHEMA) - {"min_length", "max_length", *TASK_KEYS} | set(own)
+    others = {"min_length", "max_length", "n_train", "n_test", *TASK_KEYS}  # other data's, tasks'
+    assert set(params) == set(SCHEMA) - others | set(own)
 
 
 @pytest.mark.parametrize(

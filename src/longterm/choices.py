@@ -13,9 +13,11 @@ LENGTHS = ("per_sequence", "per_batch")  # data.lengths
 # The model section's keys that the framework reads (models/build.py); the others are the
 # encoder's own (plugins/keys.py: encoder_keys).
 COMMON_MODEL_KEYS = ("name", "encoder", "dim", "hidden", "negative_slope", "init", "impl", "head")
-# model.head (models/head.py): the paper's two leaky-ReLU layers on c, or logits c E^T tied to
-# the token embedding E (zoology's lm_head; token inputs with n_outputs = vocab)
-HEADS = ("mlp", "tied")
+# model.head (models/head.py): the paper's two leaky-ReLU layers on c, logits c E^T tied to
+# the token embedding E
+# (zoology's lm_head; token inputs with n_outputs = vocab), or RMSNorm then W c + b (mad-lab's
+# unembed)
+HEADS = ("mlp", "tied", "unembed")
 # The pool section's keys that every readout has; the others are the readout's own
 # (plugins/keys.py: readout_keys).
 COMMON_POOL_KEYS = ("name", "readout", "mask_padding")
@@ -28,9 +30,12 @@ PAPER_READOUTS = (
 )
 # A plugin's name is a run directory's part and a TensorBoard value: letters, digits and _.
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]*$"
-DATA = ("fixed", "variable")  # data.name (conf/data/*.yaml)
-# model.init: the paper's N(0, 1/fan_in), PyTorch's default, zoology's N(0, 0.02^2)
-INITS = ("paper", "torch", "zoology")
+# data.name (conf/data/*.yaml): batches drawn afresh at about T0, or at lengths on a range; or
+# mad-lab's fixed training and test sets of the MAD protocol (training/mad_data.py)
+DATA = ("fixed", "variable", "mad")
+# model.init: the paper's N(0, 1/fan_in), PyTorch's default, zoology's N(0, 0.02^2), mad-lab's
+# (PyTorch's weights, zero biases, the token embedding N(0, 0.02^2): models/init.py)
+INITS = ("paper", "torch", "zoology", "mad")
 NORMS = ("post", "pre")  # model.norm (transformer, all_attention)
 # model.impl (built_impl; the plans of models/fused.py and models/kernels/selective_scan.py)
 IMPLS = ("auto", "reference", "fused")
@@ -43,6 +48,12 @@ SCHEDULES = ("none", "cosine", "warmup_cosine")  # optim.schedule
 # paper's; unsolved there is a failure) | budget: the experiment's fixed budget (ending there is
 # its design) | capped: a learning-rate race's rival stopped at its leader's epochs (lr_race)
 LIMITS = ("stop", "budget", "capped")
+# optim.decay_groups: weight decay on every parameter, or mad-lab's groups (none on biases, norms
+# and parameters marked `_no_weight_decay`: training/recipes.py)
+DECAY_GROUPS = ("all", "mad")
+# task.accuracy over the labelled targets: the fraction right (micro), or torchmetrics'
+# MulticlassAccuracy(average="macro"), the mean over classes of each class's recall (mad-lab's)
+ACCURACIES = ("micro", "macro")
 
 # model.impl=fused: the feedforward model's encoder and a PAPER_READOUTS pooling in one pass
 FUSED_ENCODER = "longterm.models.feedforward.StepEncoder"

@@ -5,3 +5,5 @@ debugging keys and what makes a run a debug run (debug.py), and the names of run
 No model, no torch, no Lightning: the contract check of a plugin, which runs small models, is
 contract/.
 """
+
+from longterm.config import mad_settings  # noqa: E402, F401  registers ${mad_setting:...}

@@ -7,7 +7,8 @@ first, short, then the job's other overrides (conf/hydra/default.yaml).
     <sweep dir>/addition-mean-var50-10000-lr1e-3-s1
 
 The short part is task, model (left out for the paper's feed-forward network), pool, the lengths
-(`T<T0>`, or `var<min>-<max>` for data=variable), `lr<lr>` and `s<seed>`, read from the composed
+(`T<T0>`, `var<min>-<max>` for data=variable, the MAD setting for data=mad: `baseline`,
+`vocab_size_32`), `lr<lr>` and `s<seed>`, read from the composed
 config. A job's other overrides (except the keys that say where or how it runs, the `exclude_keys`
 of `hydra.job.config.override_dirname`) follow it, sorted, so two jobs never share a directory and
 the same command maps each job to the same directory every time. A sweep directory made before
@@ -43,15 +44,22 @@ def number(x: float) -> str:
 def short_name(cfg: DictConfig) -> str:
     """task[-model]-pool-lengths-lr-seed, e.g. `addition-attention-T50-lr1e-3-s1`."""
     model = [] if cfg.model.name == DEFAULT_MODEL else [cfg.model.name]
-    variable = cfg.data.name == "variable"
-    lengths = f"var{cfg.data.min_length}-{cfg.data.max_length}" if variable else f"T{cfg.T0}"
+    lengths = f"T{cfg.T0}"
+    if cfg.data.name == "variable":
+        lengths = f"var{cfg.data.min_length}-{cfg.data.max_length}"
+    elif cfg.data.name == "mad":
+        lengths = cfg.task.setting
     parts = [cfg.task.name, *model, cfg.pool.name, lengths, f"lr{number(cfg.lr)}", f"s{cfg.seed}"]
     return "-".join(str(p) for p in parts)
 
 
 def named_keys(cfg: DictConfig) -> set[str]:
     """The override keys whose values the short name shows."""
-    lengths = {"data.min_length", "data.max_length"} if cfg.data.name == "variable" else {"T0"}
+    lengths = {"T0"}
+    if cfg.data.name == "variable":
+        lengths = {"data.min_length", "data.max_length"}
+    elif cfg.data.name == "mad":
+        lengths = {"task.setting"}
     return {"task", "model", "pool", "arch", "data", "lr", "seed", *lengths}
 
 

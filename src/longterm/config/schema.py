@@ -15,7 +15,8 @@ from pydantic_core import PydanticCustomError
 
 from longterm.choices import (
     ACCELERATORS,
-    AUTO,
+    ACCURACIES,
+    DECAY_GROUPS,
     HEADS,
     IMPLS,
     INITS,
@@ -28,27 +29,16 @@ from longterm.choices import (
     OPTIMIZERS,
     SCHEDULES,
 )
+from longterm.config.launcher_schema import (
+    LocalLauncher,
+    PackedLauncher,
+    ParallelLauncher,
+    SlurmLauncher,
+    SubmititLocalLauncher,
+)
 from longterm.config.marks import copy_of, setting
+from longterm.config.schema_parts import Section, count_or_auto
 from longterm.tasks import MIN_LENGTH
-
-
-def count_or_auto(minimum: int) -> AfterValidator:
-    """A key that takes an integer >= minimum or `auto` (resolved when the run starts)."""
-
-    def check(value: Any) -> Any:
-        if value == AUTO or (type(value) is int and value >= minimum):
-            return value
-        raise PydanticCustomError("count", f"Input should be an integer >= {minimum} or 'auto'")
-
-    return AfterValidator(check)
-
-
-class Section(BaseModel):
-    """A section whose every key the schema lists: a key added with `+` is refused."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
-    target: str | None = Field(default=None, alias="_target_")
-
 
 # A model's, a readout's or a task's name: its conf file's, shown in run names, result.json and
 # TensorBoard.
@@ -81,7 +71,11 @@ class TaskSection(Section):
     vocab: int | None = Field(default=None, ge=2)
     n_outputs: int = Field(ge=1)
     loss: Literal[LOSSES] = setting()
+    accuracy: Literal[ACCURACIES] = setting(default="micro")  # training/module.py
     params: TaskParams  # the generator's own keys (associative_recall: k)
+    # a named setting of a task that has several (the MAD tasks: config/mad_settings.py); last:
+    # the name is this field's from here on in the class
+    setting: str | None = setting(default=None, name="setting")
 
     @model_validator(mode="after")
     def inputs_declared(self) -> "TaskSection":
@@ -169,6 +163,19 @@ class VariableDataSection(DataSection):
         return self
 
 
+class MadDataSection(DataSection):
+    """mad-lab's data (training/mad_data.py): `n_train` training and `n_test` test sequences of
+    the MAD setting `setting` (task.setting), drawn once from the run's seed; an epoch is one
+    pass through the training set (batches_per_epoch = ceil(n_train / batch_size)). `steps`: the
+    sequences' length, which the setting gives."""
+
+    name: Literal["mad"] = setting(name="data")
+    n_train: int = setting(ge=1)
+    n_test: int = setting(ge=1)
+    steps: int = Field(ge=1)
+    setting: str = copy_of("task.setting")  # last: the name is `setting`'s from here on
+
+
 class OptimSection(Section):
     """The training recipe but the learning rate (the top-level `lr`; training/recipes.py):
     the optimizer (`adam`, the paper's, or `adamw`, decoupled `weight_decay`), its betas and
@@ -183,6 +190,8 @@ class OptimSection(Section):
     schedule: Literal[SCHEDULES] = setting(default="none")
     warmup: int = setting(default=0, ge=0)
     clip: float | None = setting(default=None, gt=0)
+    min_lr: float = setting(default=0.0, ge=0)  # the floor of schedule=cosine (mad-lab's 1e-6)
+    decay_groups: Literal[DECAY_GROUPS] = setting(default="all")  # which weight_decay acts on
 
     @model_validator(mode="after")
     def keys_the_recipe_reads(self) -> "OptimSection":
@@ -191,86 +200,15 @@ class OptimSection(Section):
                 f"weight_decay={self.weight_decay} needs name=adamw (decoupled weight decay); "
                 "name=adam takes weight_decay=0"
             )
+        if self.min_lr and self.schedule != "cosine":
+            raise ValueError(
+                f"min_lr={self.min_lr} needs schedule=cosine; schedule={self.schedule} takes "
+                "min_lr=0"
+            )
         if self.warmup and self.schedule != "warmup_cosine":
             raise ValueError(
                 f"warmup={self.warmup} needs schedule=warmup_cosine; schedule={self.schedule} "
                 "takes warmup=0"
-            )
-        return self
-
-
-class LocalLauncher(Section):
-    name: Literal["local"]
-
-
-class ParallelLauncher(Section):
-    """Jobs side by side on this machine (conf/launcher/parallel.yaml): at most `jobs` at a time,
-    `threads` each; `auto` is resolved when the sweep starts (hydra_plugins/longterm_launcher)."""
-
-    name: Literal["parallel"]
-    jobs: Annotated[Any, count_or_auto(1)]
-    threads: Annotated[Any, count_or_auto(1)]
-
-
-class PackedLauncher(ParallelLauncher):
-    """The jobs of a multirun that differ only in lr, seed and trainer.max_epochs train as members
-    of packs, one process each, packs side by side as under launcher=parallel
-    (conf/launcher/packed.yaml, longterm.sweeps.pack); `members`: the most members of one pack."""
-
-    name: Literal["packed"]
-    members: Annotated[Any, count_or_auto(1)]
-    vectorise: bool | Literal["auto"]
-
-
-class SubmititLocalLauncher(Section):
-    """Jobs through submitit (conf/launcher/submitit_local.yaml, slurm.yaml); `members`: runs
-    per job, packed above 1 (hydra_plugins/longterm_launcher/submitit_packed.py)."""
-
-    name: Literal["submitit_local"]
-    time_min: int = Field(ge=1)
-    gpus: int = Field(ge=0)
-    cpus: int = Field(ge=1)
-    mem_gb: float = Field(gt=0)
-    members: Annotated[Any, count_or_auto(1)]
-
-
-# SLURM sends a job's --signal up to this many seconds earlier than asked (sbatch(1), --signal).
-SIGNAL_SLACK_S = 60
-
-
-def longest_signal_delay(time_min: int) -> int:
-    """The longest `signal_delay_s` a `time_min` limit allows: the time-limit signal (sent up to
-    SIGNAL_SLACK_S early) leaves at least half the limit to train, and comes late enough that
-    submitit counts it as a time-out, after min(0.8 limit, limit - 10 min) of the job
-    (submitit/core/job_environment.py, SignalHandler.has_timed_out). Negative: none does."""
-    limit = time_min * 60
-    return min(limit // 2, max(limit // 5, 600)) - SIGNAL_SLACK_S
-
-
-def shortest_time_min(signal_delay_s: int) -> int:
-    """The shortest `time_min` with room for `signal_delay_s` (see longest_signal_delay)."""
-    time_min = 1
-    while longest_signal_delay(time_min) < signal_delay_s:
-        time_min += 1
-    return time_min
-
-
-class SlurmLauncher(SubmititLocalLauncher):
-    name: Literal["slurm"]
-    partition: str | None
-    max_num_timeout: int = Field(ge=0)
-    signal_delay_s: int = Field(ge=0, le=65535)  # sbatch --signal=USR2@signal_delay_s
-
-    @model_validator(mode="after")
-    def signal_leaves_time_to_train(self) -> "SlurmLauncher":
-        longest = longest_signal_delay(self.time_min)
-        if self.signal_delay_s > longest:
-            instead = f" or signal_delay_s <= {longest}" if longest >= 0 else ""
-            raise ValueError(
-                f"time_min={self.time_min} is too short for signal_delay_s={self.signal_delay_s}:"
-                f" SLURM signals up to signal_delay_s + {SIGNAL_SLACK_S} s before the limit, and "
-                "that must leave half the limit to train and count as a time-out in submitit; "
-                f"use time_min >= {shortest_time_min(self.signal_delay_s)}{instead}"
             )
         return self
 
@@ -386,7 +324,9 @@ class TrainConfig(OpenSection):
     task: TaskSection
     pool: PoolSection
     model: ModelSection
-    data: Annotated[FixedDataSection | VariableDataSection, Field(discriminator="name")]
+    data: Annotated[
+        FixedDataSection | VariableDataSection | MadDataSection, Field(discriminator="name")
+    ]
     trainer: TrainerSection
     callbacks: CallbacksSection
     eval: EvalSection = EvalSection()

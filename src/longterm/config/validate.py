@@ -23,8 +23,14 @@ from longterm.choices import (
     impl_error,
     targets_error,
 )
+from longterm.config.mad_settings import setting_error
 from longterm.config.run_settings import ABSENT, copies
-from longterm.config.schema import FixedDataSection, OpenSection, TrainConfig
+from longterm.config.schema import (
+    FixedDataSection,
+    MadDataSection,
+    OpenSection,
+    TrainConfig,
+)
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
 from longterm.plugins.resolve import (
     PluginError,
@@ -95,6 +101,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     """Check a config; raise ConfigError on the first fault."""
     cfg = OmegaConf.create(cfg) if isinstance(cfg, dict) else cfg
     check_keys(cfg)
+    check_mad(cfg)
     fields = schema_fields(cfg)
     check_copies(fields)
     try:
@@ -123,6 +130,21 @@ def validate(cfg: DictConfig | dict[str, Any]) -> TrainConfig:
     check_impl(checked, readout)
     check_targets(checked, causal, readout)
     return checked
+
+
+def check_mad(cfg: DictConfig) -> None:
+    """A MAD task's setting is one of its own, data=mad reads a MAD task at its setting's params
+    (config/mad_settings.py); the setting's name is checked before any value it gives is read."""
+    task = cfg.get("task")
+    if not isinstance(task, DictConfig):
+        return
+    data = OmegaConf.select(cfg, "data.name")
+    named = {k: task.get(k) for k in ("name", "generator", "setting")}
+    error = setting_error({**named, "params": {}}, data)
+    if error is None and data == "mad":
+        error = setting_error({**named, "params": plain(task.get("params") or {})}, data)
+    if error:
+        raise ConfigError(error)
 
 
 def check_copies(fields: dict[str, Any]) -> None:
@@ -191,6 +213,8 @@ def check_positions(cfg: TrainConfig) -> None:
         return
     longest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.max_length
     key = "T0" if isinstance(cfg.data, FixedDataSection) else "data.max_length"
+    if isinstance(cfg.data, MadDataSection):
+        longest, key = cfg.data.steps, "task.setting"
     for where, length in ((key, longest), *(("eval.lengths", t) for t in cfg.eval.lengths)):
         if length > limit:
             raise ConfigError(
@@ -263,7 +287,10 @@ def check_task(cfg: TrainConfig) -> None:
     for (associative_recall: k pairs need 2k + 1 steps) and at every length of eval.lengths, and
     gives what the task section declares (task_error); two sequences are drawn to find out."""
     task = cfg.task
-    shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
+    if isinstance(cfg.data, MadDataSection):  # the setting's length
+        shortest = cfg.data.steps
+    else:
+        shortest = cfg.data.T0 if isinstance(cfg.data, FixedDataSection) else cfg.data.min_length
     try:
         draw = generator(task.generator)
     except PluginError as e:

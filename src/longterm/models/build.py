@@ -29,7 +29,7 @@ from longterm.choices import (
     impl_error,
 )
 from longterm.models.feedforward import FusedSequenceModel
-from longterm.models.head import MLPHead, TiedHead
+from longterm.models.head import MLPHead, TiedHead, Unembed
 from longterm.models.init import init_embedding_
 from longterm.models.sequence import SequenceModel
 from longterm.plugins.keys import encoder_keys, readout_keys, takes_impl
@@ -74,8 +74,9 @@ def sequence_model(
     **own: Any,
 ) -> SequenceModel:
     """The model whose encoder `encoder` names, of width `dim`, then `readout` (built for width
-    `dim`: build_readout) and the head: `mlp`, MLPHead(dim, hidden, out_features), or `tied`,
-    logits against the token embedding (out_features = input_vocab). `name` labels it in
+    `dim`: build_readout) and the head: `mlp`, MLPHead(dim, hidden, out_features), `tied`,
+    logits against the token embedding (out_features = input_vocab), or `unembed`, mad-lab's
+    norm and linear layer. `name` labels it in
     messages.
     `input_vocab`: token inputs, x (B, T) ids embedded by nn.Embedding(input_vocab, dim) before
     the encoder, whose `in_features` must then be `dim`.
@@ -105,6 +106,8 @@ def sequence_model(
     enc = build_encoder(encoder, in_features, dim, **shared, **own)
     if head == "tied":
         out = TiedHead(embedding)
+    elif head == "unembed":
+        out = Unembed(dim, out_features, init)
     else:
         out = MLPHead(dim, hidden, out_features, negative_slope, init)
     if not own_impl and built_impl(path, impl, readout_path) == "fused":

@@ -11,10 +11,13 @@ ZOOLOGY_STD = 0.02  # zoology's initializer_range (zoology/model.py, _init_weigh
 
 def init_linear_(layer: nn.Linear, init: str) -> nn.Linear:
     """`paper`: W ~ N(0, 1/fan_in), b = 0, as the paper's code; `torch`: PyTorch's default;
-    `zoology`: W ~ N(0, 0.02^2), b = 0, as zoology's _init_weights."""
+    `zoology`: W ~ N(0, 0.02^2), b = 0, as zoology's _init_weights; `mad`: PyTorch's W, b = 0, as
+    mad-lab's LanguageModel._init_weights."""
     if init not in INITS:
         raise ValueError(f"unknown init {init!r}; choose one of {', '.join(INITS)}")
-    if init != "torch":
+    if init == "mad" and layer.bias is not None:
+        nn.init.zeros_(layer.bias)
+    elif init != "torch":
         std = ZOOLOGY_STD if init == "zoology" else 1.0 / math.sqrt(layer.in_features)
         nn.init.normal_(layer.weight, std=std)
         if layer.bias is not None:
@@ -23,9 +26,9 @@ def init_linear_(layer: nn.Linear, init: str) -> nn.Linear:
 
 
 def init_embedding_(embedding: nn.Embedding, init: str) -> nn.Embedding:
-    """The token embedding: N(0, 0.02^2) for `zoology` (its _init_weights), PyTorch's N(0, 1)
-    otherwise."""
-    if init == "zoology":
+    """The token embedding: N(0, 0.02^2) for `zoology` and `mad` (their _init_weights), PyTorch's
+    N(0, 1) otherwise."""
+    if init in ("zoology", "mad"):
         nn.init.normal_(embedding.weight, std=ZOOLOGY_STD)
     return embedding
 

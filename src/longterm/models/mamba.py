@@ -35,6 +35,9 @@ from longterm.models.kernels.selective_scan import selective_scan, ssm_step
 from longterm.models.stack import MixerStack
 
 DT_MIN, DT_MAX, DT_FLOOR = 1e-3, 1e-1, 1e-4  # Mamba's Δ initialisation
+# the attributes by which mamba_ssm (and mad-lab's copy) marks parameters: a model-wide
+# initialisation leaves one as it is, weight decay in mad-lab's groups spares the other
+NO_REINIT, NO_WEIGHT_DECAY = "_no_reinit", "_no_weight_decay"
 
 
 class MambaMixer(nn.Module):
@@ -57,6 +60,11 @@ class MambaMixer(nn.Module):
             log_dt = torch.empty(E).uniform_(math.log(DT_MIN), math.log(DT_MAX))
             dt = torch.exp(log_dt).clamp_min(DT_FLOOR)
             self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus^-1(dt)
+        # Mamba's marks (mamba_ssm, mad-lab's copy): a model's own initialisation leaves Δ's
+        # bias as it is, and weight decay in mad-lab's groups spares A and D (recipes.py)
+        setattr(self.dt_proj.bias, NO_REINIT, True)
+        for p in (self.A_log, self.D):
+            setattr(p, NO_WEIGHT_DECAY, True)
 
     @property
     def A(self) -> Tensor:  # noqa: N802  the paper's A

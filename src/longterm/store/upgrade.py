@@ -63,6 +63,10 @@ ADDED_SETTINGS: dict[str, Any] = {
     "schedule": "none",
     "warmup": 0,
     "clip": None,
+    "min_lr": 0.0,  # optim.min_lr
+    "decay_groups": "all",  # optim.decay_groups
+    "accuracy": "micro",  # task.accuracy
+    "setting": None,  # task.setting
     "head": "mlp",  # model.head
     "stop_at": 1.0,  # callbacks.stop_when_solved.threshold: the paper's 100%
     "stop_strict": False,  # callbacks.stop_when_solved.strict: at or above stop_at

@@ -124,6 +124,48 @@ SETTINGS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def setting_name(task: str, index: int) -> str:
+    """The name of SETTINGS[task][index]: `baseline`, or the changed key and its value
+    (`vocab_size_32`, `num_train_examples_800`, `frac_noise_0.4`)."""
+    if index == 0:
+        return "baseline"
+    key, value = [(k, v) for k, values in CHANGES[task].items() for v in values][index - 1]
+    return f"{key}_{value}"
+
+
+SETTING_NAMES = {
+    task: [setting_name(task, i) for i in range(len(SETTINGS[task]))] for task in TASKS
+}
+
+
+def task_of(ref: str) -> str:
+    """mad-lab's name of a task, from its name or the import path of its generator here
+    (`longterm.tasks.mad.in_context_recall` -> `in-context-recall`)."""
+    name = str(ref).rpartition(".")[2].replace("_", "-")
+    if name not in TASKS or (ref != name and not str(ref).startswith(__name__ + ".")):
+        raise ValueError(f"{ref} is not a MAD task: the MAD tasks are {__name__}.<task>, {TASKS}")
+    return name
+
+
+def named_setting(ref: str, name: str) -> dict[str, Any]:
+    """The setting `name` (setting_name) of the task `ref` (task_of): mad-lab's keys, n_train,
+    n_test, and `steps`, the length of its sequences."""
+    task = task_of(ref)
+    if name not in SETTING_NAMES[task]:
+        names = ", ".join(SETTING_NAMES[task])
+        raise ValueError(f"task.setting={name} is invalid: {task}'s settings are {names}")
+    keys = SETTINGS[task][SETTING_NAMES[task].index(name)]
+    return {**keys, "steps": steps(task, keys["seq_len"], keys["multi_query"])}
+
+
+def steps(task: str, seq_len: int, multi_query: bool = True) -> int:
+    """The length of an instance: seq_len - 1 for (noisy) in-context recall with multi_query,
+    2 (seq_len // 2) for memorization, seq_len otherwise."""
+    if task in ("in-context-recall", "noisy-in-context-recall") and multi_query:
+        return seq_len - 1
+    return 2 * (seq_len // 2) if task == "memorization" else seq_len
+
+
 def instance_drawer(
     task: str, settings: dict[str, Any], legacy: np.random.RandomState, seed: int
 ) -> Callable[[np.random.Generator, bool], instances.Instance]:

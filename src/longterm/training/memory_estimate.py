@@ -111,6 +111,8 @@ def data_bytes(
     width = longest_width(data)
     if data["name"] == "fixed":
         held = data["val_size"] * width * step
+    elif data["name"] == "mad":  # the training set and the test set, both held
+        held = (data["n_train"] + data["n_test"]) * width * step
     else:
         mean = (data["min_length"] + data["max_length"]) / 2
         held = int(data["val_batches"] * data["val_batch_size"] * mean * step)
@@ -120,6 +122,8 @@ def data_bytes(
 
 
 def longest_width(data: dict) -> int:
+    if data["name"] == "mad":
+        return data["steps"]
     return default_width(data["T0"]) if data["name"] == "fixed" else data["max_length"]
 
 
@@ -142,11 +146,9 @@ def memory_error(
         fixes = ["shorter sequences", "a smaller data.batch_size"]
         if side_by_side > 1:
             fixes.append("fewer jobs at a time (launcher.jobs)")
-        where = (
-            f"T0={data['T0']}"
-            if data["name"] == "fixed"
-            else f"data.max_length={data['max_length']}"
-        )
+        where = {"fixed": "T0={T0}", "mad": "task.setting={setting}"}.get(
+            data["name"], "data.max_length={max_length}"
+        ).format(**data)
         return (
             f"{where} needs about {need / GiB:.1f} GiB (the validation set held: "
             f"{held / GiB:.1f}, a batch of {data['batch_size']} being generated: "

@@ -95,7 +95,12 @@ class MemoryTaskModule(PlainLoopModule):
 
     `per_step`: `net` gives (B, T, n_outputs) and y is (B, T), a class on labelled steps and
     NO_TARGET on the others, which the loss and the accuracy skip (cross-entropy only); training
-    and validation apply the head at the labelled steps only (`labelled`), `forward` at all."""
+    and validation apply the head at the labelled steps only (`labelled`), `forward` at all.
+
+    `accuracy` (task.accuracy, a classification's): `micro`, the fraction of targets predicted
+    right; `macro`, torchmetrics' MulticlassAccuracy(average="macro") over the epoch's targets,
+    the mean over classes of the fraction of each class's targets predicted right (classes
+    neither predicted nor a target left out), mad-lab's test accuracy (mad/metrics.py)."""
 
     def __init__(
         self,
@@ -106,6 +111,7 @@ class MemoryTaskModule(PlainLoopModule):
         loss: str = "mse",
         n_outputs: int = 1,
         per_step: bool = False,
+        accuracy: str = "micro",
     ):
         super().__init__()
         self.net, self.lr, self.recipe = net, lr, recipe or Recipe()
@@ -115,10 +121,10 @@ class MemoryTaskModule(PlainLoopModule):
             raise ValueError("per-step targets need loss=cross_entropy")
         if per_step:
             self.val_acc = MulticlassAccuracy(
-                num_classes=n_outputs, average="micro", ignore_index=NO_TARGET
+                num_classes=n_outputs, average=accuracy, ignore_index=NO_TARGET
             )
         elif self.classify:
-            self.val_acc = MulticlassAccuracy(num_classes=n_outputs, average="micro")
+            self.val_acc = MulticlassAccuracy(num_classes=n_outputs, average=accuracy)
         elif loss == "mse":
             self.val_acc = ToleranceAccuracy(tolerance)
         else:
@@ -183,7 +189,8 @@ class MemoryTaskModule(PlainLoopModule):
 
     def make_optimizer(self) -> tuple[torch.optim.Optimizer, Schedule | None]:
         """The recipe's optimizer of the parameters at `lr`, and its schedule (None: constant)."""
-        optimizer = self.recipe.optimizer(self.parameters(), self.lr)
+        names, params = zip(*self.named_parameters(), strict=True)
+        optimizer = self.recipe.optimizer(params, self.lr, names)
         self.schedule = self.recipe.scheduler(optimizer)
         return optimizer, self.schedule
 

@@ -60,6 +60,7 @@ def build_model(cfg: DictConfig) -> MemoryTaskModule:
         loss=cfg.task.loss,
         n_outputs=cfg.task.n_outputs,
         per_step=readout.per_step,
+        accuracy=task.get("accuracy", "micro"),
     )
 
 

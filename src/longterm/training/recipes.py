@@ -4,13 +4,17 @@ schedule of its learning rate and the clipping of its gradients, with torch's ow
     adam (the paper's)   torch.optim.Adam(lr, betas, eps)
     adamw (zoology's)    torch.optim.AdamW(lr, betas, eps, weight_decay): decoupled weight decay
     schedule none        lr throughout
-    schedule cosine      CosineAnnealingLR(T_max=max_epochs, eta_min=0), stepped once per epoch
-                         after its last update: epoch e (0-based) trains at
-                         lr (1 + cos(pi e / max_epochs)) / 2 (zoology/train.py, no warmup)
+    schedule cosine      CosineAnnealingLR(T_max=max_epochs, eta_min=min_lr), stepped once per
+                         epoch after its last update: epoch e (0-based) trains at
+                         min_lr + (lr - min_lr) (1 + cos(pi e / max_epochs)) / 2 (zoology/train.py,
+                         min_lr 0; mad-lab's pl_model_wrapper.py, min_lr 1e-6; no warmup)
     warmup_cosine        per update u (0-based) of N = max_epochs * updates_per_epoch:
                          lr (u + 1) / W for u < W = warmup, then
                          lr (1 + cos(pi (u - W) / (N - W))) / 2
     clip                 torch.nn.utils.clip_grad_norm_(params, clip) before each step
+    decay_groups all     weight_decay on every parameter
+    decay_groups mad     mad-lab's groups (pl_model_wrapper.py, configure_optimizers): none on a
+                         parameter whose name has `bias` or `norm`, or marked `_no_weight_decay`
 
 Where the steps happen: Lightning steps the schedule under automatic optimization (the interval
 of `lightning_schedule`); the plain loop's update (training/library_internals.py: plain_update)
@@ -29,6 +33,8 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import CosineAnnealingLR, LambdaLR, LRScheduler
 
+from longterm.models.mamba import NO_WEIGHT_DECAY
+
 Schedule = LRScheduler
 
 
@@ -46,6 +52,19 @@ class WarmupCosine:
         return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
+def mad_groups(named: list[tuple[str, nn.Parameter]], weight_decay: float) -> list[dict[str, Any]]:
+    """mad-lab's parameter groups: `weight_decay` on the parameters whose names have neither
+    `bias` nor `norm` and that are not marked `_no_weight_decay`, 0 on the others."""
+    decay, no_decay = [], []
+    for name, p in named:
+        skip = getattr(p, NO_WEIGHT_DECAY, False) or "bias" in name or "norm" in name
+        (no_decay if skip else decay).append(p)
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+
+
 @dataclass(frozen=True)
 class Recipe:
     """The `optim` section of a run's config, and what its schedule runs over: `max_epochs`
@@ -59,6 +78,8 @@ class Recipe:
     schedule: str = "none"
     warmup: int = 0
     clip: float | None = None
+    min_lr: float = 0.0
+    decay_groups: str = "all"
     max_epochs: int = 1
     updates_per_epoch: int = 1
 
@@ -75,11 +96,18 @@ class Recipe:
         """The paper's recipe: Adam at a constant learning rate, no clipping."""
         return (self.name, self.schedule, self.clip) == ("adam", "none", None)
 
-    def optimizer(self, params: Iterable[nn.Parameter], lr: float) -> torch.optim.Optimizer:
-        """The optimizer of `params` at learning rate `lr`."""
+    def optimizer(
+        self, params: Iterable[nn.Parameter], lr: float, names: Iterable[str] = ()
+    ) -> torch.optim.Optimizer:
+        """The optimizer of `params` at learning rate `lr`; `names`, the parameters' names, are
+        what decay_groups=mad reads."""
+        params = list(params)
         if self.name == "adamw":
+            groups = params
+            if self.decay_groups == "mad":
+                groups = mad_groups(list(zip(names, params, strict=True)), self.weight_decay)
             return torch.optim.AdamW(
-                params, lr=lr, betas=self.betas, eps=self.eps, weight_decay=self.weight_decay
+                groups, lr=lr, betas=self.betas, eps=self.eps, weight_decay=self.weight_decay
             )
         if self.name == "adam":
             return torch.optim.Adam(params, lr=lr, betas=self.betas, eps=self.eps)
@@ -90,7 +118,7 @@ class Recipe:
         if self.schedule == "none":
             return None
         if self.schedule == "cosine":
-            return CosineAnnealingLR(optimizer, T_max=self.max_epochs, eta_min=0.0)
+            return CosineAnnealingLR(optimizer, T_max=self.max_epochs, eta_min=self.min_lr)
         if self.schedule == "warmup_cosine":
             total = self.max_epochs * self.updates_per_epoch
             return LambdaLR(optimizer, WarmupCosine(self.warmup, total))
