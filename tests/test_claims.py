@@ -2,10 +2,11 @@
 made-up numbers, and the report from a tiny real sweep of the claims experiment (one update a
 run)."""
 
+import json
 import math
 
 import pytest
-from helpers.paths import CONF
+from helpers.paths import CONF, ROOT
 from helpers.runs import train_py
 
 from longterm.config.command_line import check
@@ -164,3 +165,39 @@ def test_a_seed_run_at_several_learning_rates_counts_at_its_best():
     )
     s = seed_stats(runs, "induction_heads", "transformer L=2")
     assert s.accs == (0.90, 0.50) and s.lrs == (2e-4, 1e-3)
+
+
+def test_a_model_on_a_task_never_joins_runs_of_other_settings(tmp_path):
+    """The archived feedback and transformer runs on the algorithmic task: a seed run again at
+    another learning rate joins its model's row; a run of another budget or another task key
+    under the same names is refused in one line naming the setting that differs."""
+
+    def copy(into, runs="algorithmic-*-T50-lr1e-3-s?", **changed):
+        for run in sorted((ROOT / "runs" / "claims").glob(runs)):
+            record = json.loads((run / "result.json").read_text()) | changed
+            (into / run.name).mkdir(parents=True)
+            (into / run.name / "result.json").write_text(json.dumps(record))
+
+    archived = tmp_path / "claims"
+    copy(archived)
+    other_rate = tmp_path / "rate"
+    copy(other_rate, "algorithmic-feedback-*-s1", lr=3e-3, best_acc=0.99)
+    out = tmp_path / "claims.md"
+    main([str(archived), str(other_rate), "--out", str(out)])
+    assert f"{FEEDBACK}: 99.0 / " in out.read_text()  # seed 1 at its better rate
+    out.unlink()
+    for changed, named in [
+        ({"max_epochs": 20}, "max_epochs: 10, 20"),  # twice the updates
+        ({"statements": 16}, "statements: 8, 16"),  # the task's own key
+    ]:
+        other = tmp_path / named.split(":")[0]
+        copy(other, "algorithmic-feedback-*-s1", seed=4, **changed)
+        with pytest.raises(SystemExit) as stopped:
+            main([str(archived), str(other), "--out", str(out)])
+        line = str(stopped.value.code)
+        assert line.startswith(
+            f"error: runs of other settings in one point (task=algorithmic, name={FEEDBACK}) "
+            f"differ in {named}:"
+        )
+        assert "\n" not in line, line
+    assert not out.exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers.paths import ROOT
 from helpers.presets import FOUR_STEPS, quick
 from helpers.results import read_json, sweep_results
 from helpers.runs import forked, train_py
@@ -15,8 +16,11 @@ from omegaconf import OmegaConf
 
 from longterm.analysis import provenance
 from longterm.analysis.collect import collect
+from longterm.analysis.collect import main as collect_main
 from longterm.analysis.evaluate import accuracy_by_batch
 from longterm.analysis.events import curve
+from longterm.analysis.identity import MixedSettingsError
+from longterm.analysis.length_extrapolation import length_table
 from longterm.analysis.provenance import distinct, launched_by, sweep_commands
 from longterm.analysis.runs import epochs_trained, load_runs
 from longterm.analysis.seeds import best_over_lrs, cell_text, summarise
@@ -417,3 +421,64 @@ def test_the_sweeps_page_adds_the_time_of_a_resumed_runs_earlier_processes():
     assert provenance.resumed_line(runs.drop(columns="earlier_wall_time_s")) == [
         line.split("; the processes")[0]
     ]
+
+
+def test_a_cell_never_joins_runs_of_other_settings(tmp_path: Path):
+    """The archived race of Table 1's attention on addition at T0 = 50 (three seeds, four
+    learning rates, the rivals capped at the epoch their leader solved) collects; a seed raced
+    under another epoch limit, or a run of another epoch length, is refused in one line naming
+    the setting that differs, before anything collected before is touched."""
+    archived = sorted((ROOT / "runs" / "table1").glob("addition-attention-T50-*"))
+
+    def copy(into: Path, changed: dict[tuple[float, int], dict] | None = None) -> Path:
+        for run in archived:
+            record = json.loads((run / "result.json").read_text())
+            record |= (changed or {}).get((record["lr"], record["seed"]), {})
+            (into / run.name).mkdir(parents=True)
+            (into / run.name / "result.json").write_text(json.dumps(record))
+        return into
+
+    out = tmp_path / "out"
+    collect([str(copy(tmp_path / "race"))], out)
+    cells = pd.read_csv(out / "table1.csv")
+    assert cells[["seeds", "solved_seeds", "limit"]].values.tolist() == [[3, 3, 100]]
+    table = (out / "table1.md").read_text()
+    for i, (changed, named) in enumerate(
+        [
+            ({(3e-3, 2): {"max_epochs": 50}}, "max_epochs: 50, 100"),  # seed 2's race at 50
+            ({(1e-3, 3): {"batches_per_epoch": 500}}, "batches_per_epoch: 500, 1000"),
+        ]
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            collect_main([str(copy(tmp_path / f"mixed{i}", changed)), "--out", str(out)])
+        line = str(stopped.value.code)
+        assert line.startswith(
+            "error: runs of other settings in one point (task=addition, pool=attention, T0=50) "
+            f"differ in {named}:"
+        )
+        assert "\n" not in line, line
+    assert (out / "table1.md").read_text() == table  # the earlier collection, untouched
+
+
+def test_the_variable_length_and_length_tables_refuse_runs_of_other_settings():
+    """A row of the variable-length table is one task, pool and learning rate over seeds: a seed
+    with the padding masked beside unmasked ones is refused; so is a cell of the length table
+    (task, model, pool, T0 over seeds) that joins two learning rates."""
+
+    def row(seed: int, masked: bool = False, lr: float = 1e-3) -> dict:
+        common = {"task": "addition", "pool": "attention", "model": "feedforward", "T0": 50}
+        settings = {**common, "lr": lr, "seed": seed, "mask_padding": masked, "max_epochs": 100}
+        return {
+            **run(lr, "max_epochs", 100, 0.9),
+            **common,
+            **{"data": "variable", "seed": seed, "mask_padding": masked, "best_acc": 0.9},
+            **{"epochs_trained": 100, "eval_lengths": {"100": 0.5}, "settings": settings},
+        }
+
+    runs = pd.DataFrame([row(1), row(2)])
+    assert variable_length(runs).seeds.tolist() == [2]
+    assert length_table(runs).seeds.tolist() == [2]
+    with pytest.raises(MixedSettingsError, match=r"0.001\) differ in mask_padding: False, True"):
+        variable_length(pd.DataFrame([row(1), row(2, masked=True)]))
+    with pytest.raises(MixedSettingsError, match="differ in lr: 0.001, 0.003:"):
+        length_table(pd.DataFrame([row(1), row(2, lr=3e-3)]))

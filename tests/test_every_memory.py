@@ -286,3 +286,40 @@ def test_the_plain_loop_is_read_from_its_record(tmp_path: Path):
     assert "at T0 = 50, 14.6–14.9% over 2,000 updates (every 1,000: 14.6, 14.9" in said
     assert "the constant predictor 15.4%" in said and "commit 0123456789ab" in said
     assert "stays within 5.0 points of the constant predictor at every length it ran" in said
+
+
+def test_a_cell_never_joins_runs_of_other_settings(tmp_path: Path):
+    """The archived race of gla on addition at T0 = 50 (three seeds, the rivals capped at the
+    epochs their leader needed) is one cell; a rival capped elsewhere than where its leader
+    solved, a seed raced under another epoch limit, or a run of another batch is refused in one
+    line naming the setting that differs."""
+    archived = sorted((ROOT / "runs" / "every_memory" / "gla").glob("addition-gla-last-T50-*"))
+
+    def copy(into: Path, changed: dict[tuple[float, int], dict] | None = None) -> Path:
+        for run in archived:
+            record = json.loads((run / "result.json").read_text())
+            record |= (changed or {}).get((record["lr"], record["seed"]), {})
+            (into / "gla" / run.name).mkdir(parents=True)
+            (into / "gla" / run.name / "result.json").write_text(json.dumps(record))
+        return into
+
+    out = tmp_path / "every_memory.md"
+    main([str(copy(tmp_path / "race")), "--out", str(out)])
+    assert section(out.read_text(), "addition", "gla")[3] == "5"  # the race's epoch limit
+    for i, (changed, named) in enumerate(
+        [
+            ({(1e-3, 2): {"max_epochs": 4}}, "max_epochs: 4, 5"),  # its leader solved at 3
+            ({(3e-3, 3): {"max_epochs": 8}}, "max_epochs: 5, 8"),  # seed 3's race at 8 epochs
+            ({(1e-3, 1): {"batch_size": 50}}, "batch_size: 50, 100"),
+        ]
+    ):
+        mixed = copy(tmp_path / f"mixed{i}", changed)
+        with pytest.raises(SystemExit) as stopped:
+            main([str(mixed), "--out", str(tmp_path / "mixed.md")])
+        line = str(stopped.value.code)
+        assert line.startswith(
+            "error: runs of other settings in one point (task=addition, memory=gla, T0=50) "
+            f"differ in {named}:"
+        )
+        assert "\n" not in line, line
+    assert not (tmp_path / "mixed.md").exists()

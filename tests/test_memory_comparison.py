@@ -1,11 +1,12 @@
 """The memory comparison: its experiment config, and the tables built from its runs' result.json."""
 
+import json
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers.paths import CONF
+from helpers.paths import CONF, ROOT
 from helpers.presets import quick
 from helpers.runs import train_py
 
@@ -82,3 +83,33 @@ def test_the_header_says_what_the_runs_given_were():
     assert said.startswith("lstm and mamba on mqar and temporal_order (3 runs, 1–2 seeds a cell)")
     assert "at T0 = 20 (lengths 20..21) and T0 = 64 (lengths 64..70)" in said
     assert "at most 4,000 updates of 32 sequences each, validation on 200 sequences" in said
+
+
+def test_a_cell_joins_seeds_and_never_runs_of_other_settings(tmp_path: Path):
+    """A cell (task, architecture) is its seeds, here copies of an archived lstm run on addition:
+    a run in it at another learning rate or epoch limit is refused in one line naming what
+    differs."""
+    lstm = ROOT / "runs/every_memory/lstm/addition-lstm-last-T50-lr3e-3-s1,trainer.max_epochs=5"
+    record = json.loads((lstm / "result.json").read_text())
+
+    def sweep(into: Path, *changed: dict) -> Path:
+        for i, change in enumerate([{"seed": 1}, {"seed": 2, "best_acc": 0.5}, *changed]):
+            (into / f"run{i}").mkdir(parents=True)
+            (into / f"run{i}" / "result.json").write_text(json.dumps(record | change))
+        return into
+
+    out = tmp_path / "table.md"
+    main([str(sweep(tmp_path / "seeds")), "--out", str(out)])
+    assert "| lstm " in out.read_text() and "2 seeds a cell" in out.read_text()
+    for change, named in [
+        ({"seed": 3, "lr": 1e-3}, "lr: 0.001, 0.003"),
+        ({"seed": 3, "max_epochs": 10}, "max_epochs: 5, 10"),
+    ]:
+        with pytest.raises(SystemExit) as stopped:
+            main([str(sweep(tmp_path / named.split(":")[0], change)), "--out", str(out)])
+        line = str(stopped.value.code)
+        assert line.startswith(
+            "error: runs of other settings in one point (task=addition, arch=lstm) differ in "
+            f"{named}:"
+        )
+        assert "\n" not in line, line

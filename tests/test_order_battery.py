@@ -1,9 +1,10 @@
 """The order battery: its experiment config, and the table built from its runs' result.json."""
 
+import json
 from pathlib import Path
 
 import pytest
-from helpers.paths import CONF
+from helpers.paths import CONF, ROOT
 from helpers.presets import quick
 from helpers.runs import train_py
 
@@ -74,3 +75,31 @@ def test_table_from_a_small_battery(tmp_path: Path):
     assert "linear_memory" in text and "order-blind ceiling" in text
     assert f"Temporal order: mean {100 * mean_to:.1f}%" in text
     assert "Associative recall, mean: below 90.0% from k = 1 (k=1: " in text  # 2 updates only
+
+
+def test_a_cell_is_one_run_and_never_two_of_other_settings(tmp_path: Path):
+    """A cell (task, architecture) is one run, here an archived lstm run on addition: a second
+    run in it, of another seed or another epoch limit, is refused in one line naming what
+    differs, where the table could show only one."""
+    lstm = ROOT / "runs/every_memory/lstm/addition-lstm-last-T50-lr3e-3-s1,trainer.max_epochs=5"
+    record = json.loads((lstm / "result.json").read_text())
+
+    def sweep(into: Path, *changed: dict) -> Path:
+        for i, change in enumerate([{}, *changed]):
+            (into / f"run{i}").mkdir(parents=True)
+            (into / f"run{i}" / "result.json").write_text(json.dumps(record | change))
+        return into
+
+    out = tmp_path / "table.md"
+    main([str(sweep(tmp_path / "one")), "--out", str(out)])
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| addition"))
+    assert f"{100 * record['best_acc']:.1f}" in row
+    for change, named in [({"seed": 2}, "seed: 1, 2"), ({"max_epochs": 10}, "max_epochs: 5, 10")]:
+        with pytest.raises(SystemExit) as stopped:
+            main([str(sweep(tmp_path / named.split(":")[0], change)), "--out", str(out)])
+        line = str(stopped.value.code)
+        assert line.startswith(
+            "error: runs of other settings in one point (task=addition, arch=lstm) differ in "
+            f"{named}:"
+        )
+        assert "\n" not in line, line

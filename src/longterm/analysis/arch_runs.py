@@ -49,8 +49,9 @@ def load(dirs: list[Path]) -> pd.DataFrame:
                 "arch": arch_name(r),
                 **{c: r[c] for c in ("seed", "best_acc", "status", "epoch_solved", "updates")},
                 **{c: r[c] for c in ("wall_time_s", "n_params", "state_size", "commit")},
-                **{c: r[c] for c in ("machine", "loss")},
+                **{c: r[c] for c in ("machine", "loss", "lr")},
                 "data": r["config"]["data"],
+                "settings": r["settings"],  # what identifies the run (analysis/identity.py)
             }
         )
     rows.sort(key=lambda row: (rank(row["arch"]), row["task"], row["seed"]))

@@ -7,6 +7,9 @@ run directory without one, or with one that does not parse, is skipped with a wa
 as is a run that has not finished (interrupted, failed). Diverged runs are counted as diverged,
 never as zeros. Each seed repeats the paper's protocol: of its learning rates, the one that
 solves in the fewest epochs wins, or when none solves, the best accuracy at the epoch limit.
+A cell joins runs of one setting but their learning rates and seeds (a race's rivals at their
+capped epoch limits): runs of another budget, recipe or model key in one cell are refused in one
+line naming the settings that differ, before anything is written (analysis/identity.py).
 Writes to --out (by default `<first sweep>/collected/`, never docs/ unless named):
 
     runs.csv               one row per run: what every table below is computed from
@@ -25,10 +28,12 @@ Writes to --out (by default `<first sweep>/collected/`, never docs/ unless named
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 import pandas as pd
 
+from longterm.analysis.identity import MixedSettingsError
 from longterm.analysis.length_extrapolation import length_markdown, length_table
 from longterm.analysis.masking import masking, masking_markdown
 from longterm.analysis.paper_position import (
@@ -84,6 +89,10 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     runs = load_runs(sweeps)
     if runs.empty:
         raise SystemExit(f"error: no finished runs under {', '.join(map(str, sweeps))}")
+    # Every table's cells first: a cell that would join runs of other settings is refused
+    # (MixedSettingsError, analysis/identity.py) before anything in `out` is touched.
+    seeds, v, m = table1_seeds(runs), variable_length(runs), masking(runs)
+    lengths = length_table(runs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
@@ -93,7 +102,6 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
         out / "runs.csv", index=False
     )
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")
-    seeds = table1_seeds(runs)
     cells = table1(seeds)
     if not cells.empty:
         cells.to_csv(out / "table1.csv", index=False)
@@ -102,7 +110,6 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
         plotted(
             out / "learning_curves.png", plot_learning_curves(seeds, out / "learning_curves.png")
         )
-    v = variable_length(runs)
     if not v.empty:
         # Evaluating checkpoints loads the models and Lightning: only for these runs.
         from longterm.analysis.evaluate import accuracy_by_length
@@ -116,10 +123,8 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
         write(text, out / "variable_length.md", "Variable-length experiment")
         curves = out / "variable_length_curves.png"
         plotted(curves, plot_variable_length_curves(runs, curves))
-    m = masking(runs)
     if not m.empty:
         write(masking_markdown(m), out / "masking.md", "Masking the padding")
-    lengths = length_table(runs)
     if not lengths.empty:
         lengths.to_csv(out / "length_extrapolation.csv", index=False)
         write(length_markdown(lengths), out / "length_extrapolation.md", "Length extrapolation")
@@ -142,7 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     args.out = args.out or Path(args.sweeps[0]) / COLLECTED
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
-    runs = collect(args.sweeps, args.out)
+    try:
+        runs = collect(args.sweeps, args.out)
+    except MixedSettingsError as e:  # a cell would join runs of other settings
+        sys.exit(f"error: {e}")
     log.info(f"{len(runs)} runs -> {args.out}")
 
 

@@ -7,6 +7,7 @@ Runs without `eval_lengths` are left out; with none, there is no table.
 import pandas as pd
 
 from longterm.analysis.formats import pct
+from longterm.analysis.identity import one_setting
 
 CELL = ["task", "model", "pool", "T0"]  # one row of the table: a task, a model, its training T0
 
@@ -25,7 +26,12 @@ def by_length(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def length_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per cell (task, model, pool, trained T0) and length: seeds, mean, min and max accuracy."""
+    """Per cell (task, model, pool, trained T0) and length: seeds, mean, min and max accuracy. A
+    cell joins the runs of one setting but their seeds: runs of another learning rate, model key
+    or recipe are refused in one line (MixedSettingsError, analysis/identity.py)."""
+    if "eval_lengths" in runs:
+        tested = runs[[isinstance(e, dict) for e in runs.eval_lengths]]
+        one_setting(tested, CELL, within=("seed",))
     rows = by_length(runs)
     if rows.empty:
         return rows

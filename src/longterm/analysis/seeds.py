@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from longterm.analysis import published
+from longterm.analysis.identity import one_setting
 
 
 def best_over_lrs(runs: pd.DataFrame) -> pd.Series:
@@ -68,9 +69,13 @@ def protocol_note(protocols: Iterable[tuple[int | None, ...]]) -> str | None:
 
 
 def per_seed(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """`best_over_lrs` for every cell (`keys`) and seed."""
+    """`best_over_lrs` for every cell (`keys`) and seed. A cell joins runs of one setting but
+    their learning rates and seeds, a race's rivals at their capped epoch limits
+    (analysis/identity.py); runs of another budget, recipe or model key are refused in one line
+    (MixedSettingsError)."""
     if runs.empty:
         return pd.DataFrame()
+    one_setting(runs, keys)
     return runs.groupby([*keys, "seed"]).apply(best_over_lrs, include_groups=False).reset_index()
 
 

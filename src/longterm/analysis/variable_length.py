@@ -4,15 +4,23 @@
 import pandas as pd
 
 from longterm.analysis import published
+from longterm.analysis.identity import one_setting
 from longterm.analysis.seeds import protocol_note, spread
+
+ROW = ["task", "pool", "lr"]  # a row of the table: its runs are the seeds
 
 
 def variable_length_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The §2.3 runs, one per task, pool, seed and learning rate: of a run continued to a larger
-    epoch limit (longterm.store.continue_run), the longest, since the shorter ones are its start."""
+    epoch limit (longterm.store.continue_run), the longest, since the shorter ones are its start.
+    A row (task, pool, learning rate) joins the runs of one setting but their seeds: others (the
+    padding masked, another epoch limit or recipe) are refused in one line (MixedSettingsError,
+    analysis/identity.py)."""
     v = runs[(runs.data == "variable") & (runs.model == "feedforward")]
     same = ["task", "pool", "seed", "lr", "mask_padding"]
-    return v.sort_values("epochs").drop_duplicates(same, keep="last").sort_values(same)
+    v = v.sort_values("epochs").drop_duplicates(same, keep="last").sort_values(same)
+    one_setting(v, ROW, within=("seed",))
+    return v
 
 
 def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
@@ -22,7 +30,7 @@ def variable_length(runs: pd.DataFrame) -> pd.DataFrame:
     if v.empty:
         return pd.DataFrame()
     rows = []
-    for (task, pool, lr), g in v.groupby(["task", "pool", "lr"]):
+    for (task, pool, lr), g in v.groupby(ROW):
         rows.append(
             {
                 "task": task,

@@ -7,7 +7,10 @@ claims/verdicts.py).
 The sweeps are claims/runs.py's (conf/experiment/claims.yaml) and, for the Mamba paper's rows
 (claims/selection.py), conf/experiment/selection.yaml. Each run counts with
 its best validation accuracy (over the labelled steps for per-step tasks), or its accuracy at a
-tested length where a comparison says so; a model's numbers are each seed's. The rows on Raffel
+tested length where a comparison says so; a model's numbers are each seed's. A model on a task
+(`task_name`, `model_name`) joins runs of one setting but their learning rates and seeds
+(analysis/identity.py): runs of another length, budget, recipe or model key under the same names
+are refused in one line naming what differs. The rows on Raffel
 & Ellis (2015) and on the fixed-state bottleneck read the tables this repository already
 generated (docs/results/table1.csv, docs/bottleneck/recall.csv) and link to them.
 """
@@ -18,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from longterm.analysis.formats import pct
+from longterm.analysis.identity import one_setting
 from longterm.analysis.page_cli import page_cli
 from longterm.analysis.provenance import sweeps_markdown
 from longterm.analysis.runs import load_runs
@@ -226,6 +230,7 @@ page with the command at the top.
 
 def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, docs: Path = DOCS) -> str:
     """The claims page: the table, then each sweep's commands, commits, machine and time."""
+    one_setting(runs, ["task", "name"])  # a model on a task: its seeds and learning rates
     rows = [claim_row(c, runs) for c in CLAIMS] + selection_rows(runs)
     rows += [
         table1_row(docs / "results" / "table1.csv"),

@@ -10,7 +10,10 @@ A directory given is a sweep (it holds run directories), or holds one sweep per 
 archived Table 1 runs. One table per task, a row per memory, a column per T0; each cell is Table
 1's (analysis/seeds.py: each seed's best learning rate, then the median [range] over seeds of the
 epochs to 100%, or the accuracy at the epoch limit in italics when unsolved), with the seeds
-solved out of the seeds run; "not run" where no run has finished. With --out, the same cells as
+solved out of the seeds run; "not run" where no run has finished. A cell joins runs of one
+setting but their learning rates and seeds, a race's rivals at their capped epoch limits
+(analysis/identity.py): runs of another budget, recipe or model key are refused in one line
+naming what differs. With --out, the same cells as
 a figure beside the page, `<page without .md>/solved.png` (every_memory/figure.py). The
 verdicts follow the checks pages' rule of what runs can show (every_memory/rule.py,
 analysis/plateau.py), and the page reads what the plain PyTorch loop found beside it

@@ -19,9 +19,11 @@ import pandas as pd
 
 from longterm.analysis.arch_runs import archs, commands, setting, table_cli
 from longterm.analysis.formats import pct
+from longterm.analysis.identity import one_setting
 from longterm.analysis.references import references
 from longterm.tasks import default_width
 
+POINT = ["task", "arch"]  # a cell of the tables: its runs are the seeds
 COMMANDS = (
     "python src/train.py experiment=memory_comparison",
     "python src/train.py experiment=memory_comparison arch=all_attention model.n_persistent=0,16",
@@ -30,8 +32,11 @@ COMMANDS = (
 
 def over_seeds(runs: pd.DataFrame) -> pd.DataFrame:
     """Per task and architecture: parameters, state size, seeds, mean and range of the best
-    accuracy (%), runs solved, mean wall time."""
-    grouped = runs.groupby(["task", "arch"], sort=False)
+    accuracy (%), runs solved, mean wall time. A cell joins the runs of one setting but their
+    seeds: runs of another learning rate, length, budget, recipe or model key are refused in one
+    line (MixedSettingsError, analysis/identity.py)."""
+    one_setting(runs, POINT, within=("seed",))
+    grouped = runs.groupby(POINT, sort=False)
     return grouped.agg(
         params=("n_params", "max"),
         state=("state_size", "max"),

@@ -15,6 +15,7 @@ import pandas as pd
 
 from longterm.analysis.arch_runs import archs, commands, setting, table_cli
 from longterm.analysis.formats import pct
+from longterm.analysis.identity import one_setting
 from longterm.analysis.references import references
 
 COMMANDS = (
@@ -109,7 +110,10 @@ def wall_times(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def values(df: pd.DataFrame, dirs: list[Path]) -> dict:
-    """Everything the report shows, by its name in REPORT."""
+    """Everything the report shows, by its name in REPORT. A cell (task, architecture) is one
+    run: two runs in one, of another seed, learning rate, budget or model key, are refused in one
+    line naming what differs (MixedSettingsError, analysis/identity.py)."""
+    one_setting(df, ["task", "arch"], within=())
     table_command = (
         f"python -m longterm.experiments.order_battery.page {' '.join(map(str, dirs))} "
         "--out docs/order_battery.md"
