@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from longterm.config.run_settings import recorded_params
+from longterm.store.records import capped
 
 
 class MixedSettingsError(ValueError):
@@ -63,8 +64,8 @@ def mixed(runs: pd.DataFrame, point: list[str], within: Iterable[str] = ()) -> s
 def at_budget(runs: pd.DataFrame, race: list[str]) -> list[dict[str, Any]]:
     """Each run's settings (`runs`: analysis/runs.py's columns), a race's rival read at its race's
     epoch limit (`race`: the columns of one race, a point and its seed). A run below the most
-    epochs of its race is a rival lr_race capped at the epochs its leader needed when another
-    learning rate of its race solved at its limit, or the start of a run of its own rate
+    epochs of its race is a rival lr_race capped at the epochs its leader needed (records.capped:
+    another learning rate of its race solved at its limit), or the start of a run of its own rate
     continued to a larger limit (store/continue_run.py: that run resumed at its updates): it reads
     as at the race's limit. Any other limit stays the run's own, so a point that joins runs of
     two budgets is refused."""
@@ -76,11 +77,10 @@ def at_budget(runs: pd.DataFrame, race: list[str]) -> list[dict[str, Any]]:
             limit = r.settings.get("max_epochs")
             if budget is None or limit is None or limit >= budget:
                 continue
-            other = rivals[rivals.lr != r.lr]
-            capped = ((other.status == "solved") & (other.epoch_solved == limit)).any()
+            race = [{**o.settings, **o.to_dict()} for _, o in rivals.iterrows()]
             own = rivals[(rivals.lr == r.lr) & (rivals.max_epochs > limit)]
             continued = (own.resumed_at_update == r.updates).any()
-            if capped or continued:
+            if capped({**r.settings, **r.to_dict()}, race) or continued:
                 found[i] = {**r.settings, "max_epochs": budget}
     return [found[i] for i in runs.index]
 

@@ -44,6 +44,21 @@ def end_of(result: dict[str, Any]) -> str:
     return status
 
 
+def capped(result: dict[str, Any], race: list[dict[str, Any]]) -> bool:
+    """Whether a run is a learning-rate race's rival stopped at its cap (experiments/lr_race: the
+    epochs its leader solved in): its record's `limit` says so; a record made before `limit`
+    existed, when another learning rate of its race (`race`: the records of its cell and seed)
+    solved at exactly its epoch limit."""
+    if result.get("limit") is not None:
+        return result["limit"] == "capped"
+    return any(
+        other.get("status") == "solved"
+        and other.get("lr") != result.get("lr")
+        and other.get("epoch_solved") == result.get("max_epochs")
+        for other in race
+    )
+
+
 def append_record(path: Path, entry: dict[str, Any]) -> None:
     """Append `entry` to the JSON list at `path` (made if missing). Commands that run in one
     sweep directory at once take turns (an exclusive lock on the file), so none is lost."""

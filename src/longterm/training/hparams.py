@@ -47,6 +47,7 @@ from longterm.store.records import (
     ENDED_AS_DESIGNED,
     ENDS,
     FINAL_STATUSES,
+    capped,
     end_of,
     read_result,
     write_result,
@@ -299,21 +300,10 @@ def restated(run_dir: Path, result: Mapping[str, Any], end: str) -> list[Summary
     ]
 
 
-def capped(result: Mapping[str, Any], results: list[dict[str, Any]]) -> bool:
-    """Whether a run of a learning-rate race (experiments/lr_race) ended at its cap: unsolved at
-    exactly the epochs another learning rate of its cell (store/archive.py: cell) solved in."""
-    return result["status"] == "max_epochs" and any(
-        other["status"] == "solved"
-        and other.get("lr") != result.get("lr")
-        and cell(other) == cell(result)
-        and other["epochs"] == result["max_epochs"]
-        for other in results
-    )
-
-
 def restate_sweep(sweep: Path, limit: str | None) -> Iterator[tuple[Path, str]]:
     """Write the records of each finished run under `sweep` again (`close_session` without the
-    scalars), its `limit` read from its record, else `capped` for a race's capped run, else
+    scalars), its `limit` read from its record, else `capped` for a race's capped run (records.
+    capped, its race the runs of its cell: store/archive.py), else
     `budget` in a final sweep (store/archive.py: FINAL_MARK), else `limit` or `stop`; the limit is
     added to a result.json without one. Yields each run and its end."""
     dirs = run_dirs(sweep)
@@ -323,7 +313,8 @@ def restate_sweep(sweep: Path, limit: str | None) -> Iterator[tuple[Path, str]]:
         if result.get("status") not in FINAL_STATUSES or not records(run_dir):
             continue
         if "limit" not in result:
-            cap = capped(result, list(results.values()))
+            race = [r for r in results.values() if cell(r) == cell(result)]
+            cap = result["status"] == "max_epochs" and capped(result, race)
             result["limit"] = "capped" if cap else "budget" if final else limit or "stop"
             write_result(run_dir, result)
         close_session(run_dir, result, scalars=False)
