@@ -91,6 +91,9 @@ CLAIMS ?= runs/claims runs/selection
 # Every memory on the paper's problems (longterm.experiments.every_memory.runs): a sweep per
 # memory under one folder, read beside runs/table1 and runs/table1_long into docs/every_memory.md.
 EVERY_MEMORY ?= runs/every_memory
+# zoology's Figure 2 in its recipe (longterm.experiments.recall.figure2): docs/zoology_figure2.md,
+# the recall page of its grid, with the grid's cells not run yet.
+FIGURE2 ?= runs/zoology_figure2
 
 collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json files -> docs/results
 	$(BIN)/python -m longterm.analysis.collect $(SWEEPS) --out docs/results
@@ -98,6 +101,8 @@ collect: $(STAMP)  ## tables and plots from the archived sweeps' result.json fil
 		$(BIN)/python -m longterm.analysis.collect runs/$$h --out docs/results/$$h || exit 1; done
 	$(BIN)/python -m longterm.experiments.claims.page $(wildcard $(CLAIMS)) --out docs/claims.md
 	$(if $(wildcard $(RECALL)),$(BIN)/python -m longterm.experiments.recall.page $(RECALL) --out docs/recall.md)
+	$(if $(wildcard $(FIGURE2)),$(BIN)/python -m longterm.experiments.recall.page $(FIGURE2) \
+		--grid figure2 --out docs/zoology_figure2.md)
 	$(if $(wildcard $(EVERY_MEMORY)),$(BIN)/python -m longterm.experiments.every_memory.page \
 		$(EVERY_MEMORY) runs/table1 runs/table1_long --out docs/every_memory.md)
 

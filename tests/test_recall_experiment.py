@@ -57,6 +57,8 @@ def write_run(root: Path, model: str, width: int, T0: int, lr: float, acc: float
         },
     }
     (run / "result.json").write_text(json.dumps(record | more))
+    race = {"command": f"python -m longterm.experiments.lr_race --sweep-dir {run.parent}"}
+    (run.parent / "sweep.json").write_text(json.dumps([race]))  # a race's record (lr_race)
     return run
 
 

@@ -13,6 +13,7 @@ from longterm.experiments import command_queue, lr_race, race_hours
 from longterm.experiments.bottleneck import page as bottleneck
 from longterm.experiments.claims import runs as claim_runs
 from longterm.experiments.every_memory import runs as every_memory_runs
+from longterm.experiments.recall import figure2
 from longterm.experiments.recall import runs as recall_runs
 
 RACE = ["--sweep-dir", "race", "--T0", "50", "--tasks", "addition", "--pools", "last"]
@@ -27,6 +28,8 @@ WHOLE = "is not allowed: give a whole number >= "
         (every_memory_runs.main, ["--races", "-1"], f"--races: -1 {WHOLE}1"),
         (every_memory_runs.main, ["--time", "0"], "--time: 0 is not allowed: give a number > 0"),
         (recall_runs.main, ["--races", "0"], f"--races: 0 {WHOLE}1"),
+        (figure2.main, ["--races", "0"], f"--races: 0 {WHOLE}1"),
+        (figure2.main, ["--lengths", "8"], f"--lengths: 8 {WHOLE}16"),
         (race_hours.main, ["queue.txt", "--cores", "0"], f"--cores: 0 {WHOLE}1"),
         (claim_runs.main, ["--time", "-3"], f"--time: -3 {WHOLE}1"),
         (bottleneck.main, [*OUT, "--trials", "0"], f"--trials: 0 {WHOLE}1"),

@@ -20,25 +20,29 @@ setting, each seed of each point its own marker (attention models squares), with
 Which models count as attention is what they declare (`kinds`): a state that grows with the
 length. A model run at one length only (a model of your own: recall/runs.py) is drawn
 and tabled beside the grid, and read by no check (checks.complete).
+
+The runs of zoology's Figure 2 in its recipe (recall/figure2.py; `--grid figure2`, or recognised
+from their configs) make Figure 2's page (figure2_page.py): the same checks and tables under its
+title and recipe, and the grid's cells not run yet with their commands. A run that has not ended
+(interrupted, failed) is read by no table; both pages list it with the command that resumes it
+(unfinished.py).
 """
 
 import shlex
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from longterm.analysis.formats import pct  # noqa: E402
-from longterm.analysis.identity import MixedSettingsError, mixed  # noqa: E402
-from longterm.analysis.page_cli import page_cli  # noqa: E402
-from longterm.analysis.plateau import Cell, rise  # noqa: E402
-from longterm.analysis.provenance import distinct, process_minutes, sweep_commands  # noqa: E402
-from longterm.analysis.references import references  # noqa: E402
-from longterm.analysis.runs import load_runs  # noqa: E402
-from longterm.experiments.recall.checks import (  # noqa: E402
+from longterm.analysis.formats import pct
+from longterm.analysis.identity import MixedSettingsError, mixed
+from longterm.analysis.page_cli import page_cli
+from longterm.analysis.plateau import Cell, rise
+from longterm.analysis.provenance import distinct, process_minutes, sweep_commands
+from longterm.analysis.references import references
+from longterm.analysis.runs import load_runs
+from longterm.config.run_names import number as rate  # 0.00215 -> 2.15e-3, as run names
+from longterm.experiments.recall import figure2_page
+from longterm.experiments.recall.checks import (
     ATTENTION,
     CONVOLUTION,
     FIXED,
@@ -49,9 +53,11 @@ from longterm.experiments.recall.checks import (  # noqa: E402
     check_rows,
     complete,
 )
-from longterm.experiments.recall.settings import setting_rows  # noqa: E402
+from longterm.experiments.recall.figure2_page import is_figure2, not_run, seen
+from longterm.experiments.recall.plot import FIGURE, label, model_order, plot
+from longterm.experiments.recall.settings import setting_rows
+from longterm.experiments.recall.unfinished import in_progress
 
-FIGURE = "recall_vs_state_size.png"
 SWEEP = "python -m longterm.experiments.recall.runs --run"
 GROUP = ["T0", "kv", "model", "width"]
 
@@ -160,22 +166,6 @@ def declared_growth(config: dict, T0: int) -> bool | None:
         return None
 
 
-def rate(lr: float) -> str:
-    """A learning rate as the run names write it: 0.003 -> '3e-3'."""
-    return f"{lr:.0e}".replace("e-0", "e-")
-
-
-def model_order(p: pd.DataFrame):
-    """A sort key of models: attention first, then the rest, each by name."""
-    kind = dict(zip(p.model, p.kind, strict=False)) if "kind" in p else {}
-    return lambda model: (kind.get(model) != ATTENTION, model)
-
-
-def label(model: str, kind: str) -> str:
-    """`transformer (attention)`; a model of unknown kind says so."""
-    return model + {ATTENTION: " (attention)", "unknown": " (state growth unknown)"}.get(kind, "")
-
-
 def seed_values(cell: Cell) -> str:
     """Each seed's value in % (`95.7 / 99.7 / 39.4`)."""
     return cell.text()
@@ -226,72 +216,26 @@ def chances(runs: pd.DataFrame, p: pd.DataFrame) -> dict[tuple[int, int], float 
     return {s: chance(runs, *s) for s in sorted(set(zip(p.T0, p.kv, strict=True)))}
 
 
-def plot(p: pd.DataFrame, path: Path, chances: dict | None = None) -> None:
-    """Accuracy against state size (log), a panel per setting, each seed of each point its own
-    marker (no line through means), attention models squares; chance and 1/k (one of the k pairs
-    recalled) across each panel. No software metadata: the same points, the same bytes."""
-    settings = sorted(set(zip(p.T0, p.kv, strict=True)))
-    fig, axes = plt.subplots(1, len(settings), figsize=(4.5 * len(settings), 3.8), sharey=True)
-    axes = [axes] if len(settings) == 1 else list(axes)
-    order = model_order(p)
-    models = sorted(p.model.unique(), key=order)
-    kind = dict(zip(p.model, p.kind, strict=False))
-    colors = {m: plt.get_cmap("tab20")(i % 20) for i, m in enumerate(models)}
-    for ax, (T0, kv) in zip(axes, settings, strict=True):
-        for m in models:
-            own = p[(p.T0 == T0) & (p.kv == kv) & (p.model == m)]
-            xs = [s for s, c in zip(own.state, own.cell, strict=True) for _ in c.values]
-            ys = [v for c in own.cell for v in c.values]
-            marker = "s" if kind.get(m) == ATTENTION else "o"
-            ax.plot(xs, ys, ls="none", marker=marker, color=colors[m], ms=4, alpha=0.8,
-                    label=label(m, kind.get(m, "")))  # fmt: skip
-        ax.axhline(1 / kv, color="0.4", ls=":", lw=1, label="1/k: one of the k pairs")
-        level = (chances or {}).get((T0, kv))
-        if level is not None:
-            ax.axhline(level, color="0.6", ls="--", lw=1, label="chance (constant predictor)")
-        ax.set(xscale="log", ylim=(0, 1.02), title=f"T0 = {T0}, {kv} key-value pairs")
-        ax.set_xlabel("state size (numbers per sequence)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].set_ylabel("best validation accuracy (each seed)")
-    legend = {}  # label -> handle, over every panel (a model may be drawn in one only)
-    for ax in axes:
-        legend |= {text: h for h, text in zip(*ax.get_legend_handles_labels(), strict=True)}
-    lines = ("1/k", "chance")  # the reference lines after the models
-    labels = sorted(legend, key=lambda t: (t.startswith(lines), order(t.split()[0])))
-    fig.legend([legend[text] for text in labels], labels, loc="center left",
-               bbox_to_anchor=(1.0, 0.5), fontsize=8)  # fmt: skip
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-
-
-def commands(runs: pd.DataFrame) -> str:
+def commands(runs: pd.DataFrame, sweep: str = SWEEP) -> str:
     """The sweep's command, then each race's recorded commands (its sweep.json, or while it
     runs, its multiruns' commands.json)."""
-    lines = [SWEEP]
+    lines = [sweep]
     for race, g in runs.groupby("race"):
         lines += distinct(sweep_commands(Path(race), g.run_dir))
     return "\n".join(lines)
 
 
-def provenance(runs: pd.DataFrame) -> str:
+def provenance(runs: pd.DataFrame, races: str = "race(s)") -> str:
     commits = ", ".join(sorted(set(runs.commit.astype(str))))
     return (
-        f"{len(runs)} runs in {runs.race.nunique()} race(s); commit(s) {commits}; "
+        f"{len(runs)} runs in {runs.race.nunique()} {races}; commit(s) {commits}; "
         f"{'; '.join(sorted(set(runs.machine)))}; "
         f"{runs.wall_time_s.sum() / 60:.1f} minutes of training in the runs (sum of their wall "
         f"times), {process_minutes(runs):.1f} in their processes."
     )
 
 
-REPORT = """# Recall against state size
-
-Generated by `{command}` from the runs' `result.json` files (the sweep: `{sweep}`,
-conf/experiment/recall.yaml). Multi-query associative recall (`task=mqar`, zoology's MQAR) read at
-every query step, each sequence model of the framework at each width, the best of the learning
-rates per point: zoology's Figure 2 ([Arora et al. 2023]({zoology}), accuracy against the model
-width at each length), drawn here against the state size (the numbers a model carries per sequence
-at inference after the training width, docs/models.md) as the Based paper's MQAR plots do.
+REPORT = """{header}
 
 ## Published statements, checked here
 
@@ -300,6 +244,15 @@ at inference after the training width, docs/models.md) as the Based paper's MQAR
 {checks}
 
 {body}"""
+
+HEADER = """# Recall against state size
+
+Generated by `{command}` from the runs' `result.json` files (the sweep: `{sweep}`,
+conf/experiment/recall.yaml). Multi-query associative recall (`task=mqar`, zoology's MQAR) read at
+every query step, each sequence model of the framework at each width, the best of the learning
+rates per point: zoology's Figure 2 ([Arora et al. 2023]({zoology}), accuracy against the model
+width at each length), drawn here against the state size (the numbers a model carries per sequence
+at inference after the training width, docs/models.md) as the Based paper's MQAR plots do."""
 
 BODY = """## The figure
 
@@ -334,12 +287,17 @@ and regenerate this page with the command at the top.
 """
 
 
-def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
-    """The page; with runs and `out`, the figure beside it (`<out without .md>/FIGURE`)."""
+def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None, grid: str | None = None) -> str:
+    """The page; with runs and `out`, the figure beside it (`<out without .md>/FIGURE`). Of
+    zoology's Figure 2 (figure2_page.py) where `grid` says so or, without it, the runs are."""
     command = shlex.join(
         ["python", "-m", "longterm.experiments.recall.page", *map(str, dirs)]
         + (["--out", str(out)] if out else [])
+        + (["--grid", grid] if grid else [])
     )
+    figure2 = grid == "figure2" or (grid is None and is_figure2(runs))
+    sweep = figure2_page.SWEEP if figure2 else SWEEP
+    sections = [s for s in (not_run(runs) if figure2 else "", in_progress(dirs)) if s]
     p = points(runs) if not runs.empty else pd.DataFrame(columns=[*GROUP, "state", "acc"])
     kept, partial, beside = complete(p)
     checks = pd.DataFrame(check_rows(kept)).to_markdown(index=False, disable_numparse=True)
@@ -351,7 +309,7 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
             + "; ".join(beside)
             + "."
         )
-    body = NO_RUNS.format(sweep=SWEEP)
+    body = NO_RUNS.format(sweep=sweep) + "".join(f"\n{s}\n" for s in sections)
     if not runs.empty:
         figure = Path(out.stem if out else ".") / FIGURE
         if out:
@@ -359,24 +317,35 @@ def report(runs: pd.DataFrame, dirs: list[Path], out: Path | None) -> str:
             plot(p, out.parent / figure, chances(runs, p))
         mine = {b.split(" (")[0] for b in beside}
         tables = "\n\n".join(
-            f"## T0 = {T0}, {kv} key-value pairs\n\n" + setting_table(g, mine)
-            for (T0, kv), g in p.groupby(["T0", "kv"])
+            [
+                *(
+                    f"## T0 = {T0}, {kv} key-value pairs\n\n" + setting_table(g, mine)
+                    for (T0, kv), g in p.groupby(["T0", "kv"])
+                ),
+                *sections,
+            ]
         )
+        kind = dict(zip(p.model, p.kind, strict=False))
         body = BODY.format(
             figure=figure,
             config=ZOOLOGY_CONFIG,
-            setting=setting_rows(runs, dict(zip(p.model, p.kind, strict=False))),
+            setting=setting_rows(runs, kind, seen(runs) if figure2 else None),
             tables=tables,
-            commands=commands(runs),
-            provenance=provenance(runs),
+            commands=commands(runs, sweep),
+            provenance=provenance(runs, figure2_page.directories(runs) if figure2 else "race(s)"),
         )
-    return REPORT.format(
-        command=command, sweep=SWEEP, zoology=ZOOLOGY, rule=RULE, checks=checks, body=body
-    )
+    head = figure2_page.header(command) if figure2 else None
+    head = head or HEADER.format(command=command, sweep=SWEEP, zoology=ZOOLOGY)
+    rule = figure2_page.RULE_FIGURE2 if figure2 else RULE
+    return REPORT.format(header=head, rule=rule, checks=checks, body=body)
 
 
 def main(argv: list[str] | None = None) -> None:
-    page_cli(__doc__, load, report, argv, empty="warn")
+    what = (
+        "zoology's Figure 2's page (figure2_page.py) or the recall sweep's (default: by the runs)"
+    )
+    grid = {"choices": ("figure2", "recall"), "help": what}
+    page_cli(__doc__, load, report, argv, empty="warn", options=[("--grid", grid)])
 
 
 if __name__ == "__main__":

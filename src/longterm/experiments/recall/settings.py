@@ -2,15 +2,22 @@
 the settings differ from zoology's"): every difference of the experiment, the runs' values read
 from their configs (a key absent from an older run's config reads as its default then: adam, no
 weight decay, no schedule, no clipping, the MLP head, no short convolutions), zoology's from
-ZOOLOGY_SETTING.
+ZOOLOGY_SETTING. The learning rates say how they ran: a race (longterm.experiments.lr_race, as
+the run's sweep.json records) or a grid, each learning rate a run of its own.
 """
 
+import json
 from math import ceil
+from pathlib import Path
 
 import pandas as pd
 
 from longterm.analysis.formats import joined
 from longterm.analysis.runs import config_values as values
+from longterm.config.run_names import number
+from longterm.store.records import SWEEP_RECORD
+
+RACE = "longterm.experiments.lr_race"
 
 # zoology's Figure 2 sweep as its configs set it (HazyResearch/zoology, commit d88d6f5,
 # zoology/experiments/paper_configs/iclr24_zoology_figure2/configs.py, and the model and data
@@ -36,8 +43,25 @@ ZOOLOGY_SETTING = {
 }
 
 
-def rate(lr: float) -> str:
-    return f"{lr:.0e}".replace("e-0", "e-")
+def raced(run_dir: str) -> bool:
+    """Whether a run comes from a learning-rate race: its sweep directory's sweep.json records a
+    `longterm.experiments.lr_race` command (every other run is its learning rate's own run)."""
+    record = Path(run_dir).parent / SWEEP_RECORD
+    entries = json.loads(record.read_text()) if record.exists() else []
+    return any(RACE in e.get("command", "") for e in entries)
+
+
+def learning_rates(runs: pd.DataFrame) -> str:
+    """The learning rates that ran: those of races (the best of a race shown), those of a grid
+    (each its own run over the whole schedule, the best shown)."""
+    race = runs.run_dir.map(raced)
+    grid = "a grid: each learning rate its own run over the whole schedule, the best shown"
+    said = [
+        ", ".join(map(number, sorted(runs[ran].lr.unique()))) + f" ({how})"
+        for ran, how in ((race, "a race; the best shown"), (~race, grid))
+        if ran.any()
+    ]
+    return "; ".join(said)
 
 
 def of(runs: pd.DataFrame, models: pd.Series | list) -> pd.DataFrame:
@@ -86,8 +110,9 @@ def head_rule(runs: pd.DataFrame) -> str:
     )
 
 
-def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
-    """The table: a row per difference, the runs' value beside zoology's."""
+def setting_rows(runs: pd.DataFrame, kinds: dict[str, str], seen: str | None = None) -> str:
+    """The table: a row per difference, the runs' value beside zoology's (`seen`: the sequences
+    seen, where a page says them run by run)."""
     pairs = sorted(set(zip(runs.T0, runs.kv, strict=True)))
     batches = values(runs, "data", "batch_size")
     updates = int(runs.updates.max())
@@ -102,8 +127,7 @@ def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
         f"{joined(values(runs, 'optim', 'weight_decay', default=0))}, gradient clipping "
         f"{joined(values(runs, 'optim', 'clip', default='none'))}",
         "schedule": joined(values(runs, "optim", "schedule", default="none")),
-        "learning rates": ", ".join(map(rate, sorted(runs.lr.unique()))) + " (a race; the best "
-        "shown)",
+        "learning rates": learning_rates(runs),
         "stop": stop_rule(runs),
         "random fillers (`random_non_queries`)": joined(
             values(runs, "task", "params", "random_non_queries", default=True)
@@ -127,8 +151,9 @@ def setting_rows(runs: pd.DataFrame, kinds: dict[str, str]) -> str:
         if dt
         else "no mamba runs",
         "batch": f"{joined(batches)} sequences",
-        "sequences seen": f"at most {updates:,} updates × {joined(batches)} "
-        f"({max(batches) * updates:,}), fresh each batch",
+        "sequences seen": seen
+        or f"at most {updates:,} updates × {joined(batches)} ({max(batches) * updates:,}), fresh "
+        "each batch",
         "seeds": f"{int(seeds.min())}–{int(seeds.max())} a point"
         if seeds.min() != seeds.max()
         else f"{int(seeds.min())} a point",
