@@ -163,11 +163,15 @@ class SignalledAt(Scripted):
         return loss
 
 
-def test_a_deferred_signal_runs_its_handler_after_the_batch():
+def test_a_deferred_signal_runs_its_handler_after_the_batch_once():
+    """The handler runs after the batch; a second signal while it runs (a preemption's while
+    submitit writes its pickle for a time limit's) does not run it inside itself, and once it
+    has ended the process the signal stays ignored until the process exits."""
     calls = []
 
     def requeue(signum, frame):  # what submitit's handler does: note it, then exit
         calls.append((signum, list(module.ended)))
+        os.kill(os.getpid(), signum)  # the second signal, as the handler runs
         raise SystemExit(3)
 
     previous = signal.signal(signal.SIGUSR2, requeue)
@@ -176,7 +180,32 @@ def test_a_deferred_signal_runs_its_handler_after_the_batch():
         with pytest.raises(SystemExit):
             fit(module, DeferSignal("SIGUSR2"))
         assert calls == [(signal.SIGUSR2, [0, 1, 2, 3])]  # step 3 ran to its end first
-        assert signal.getsignal(signal.SIGUSR2) is requeue  # the handler is put back
+        assert signal.getsignal(signal.SIGUSR2) == signal.SIG_IGN  # the process ends
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
+def test_a_handler_that_returns_leaves_the_signal_deferred():
+    """A handler that does not end the process (submitit's on a task other than the first):
+    training goes on, a later signal is deferred and handled in turn, and the handler is put back
+    when the fit ends."""
+    calls = []
+
+    def note(signum, frame):
+        calls.append(list(module.ended))
+
+    class TwiceSignalled(SignalledAt):
+        def training_step(self, batch, batch_idx):
+            if self.global_step == 6:
+                os.kill(os.getpid(), self.signum)
+            return super().training_step(batch, batch_idx)
+
+    previous = signal.signal(signal.SIGUSR2, note)
+    module = TwiceSignalled(signal.SIGUSR2, at=3)
+    try:
+        fit(module, DeferSignal("SIGUSR2"))
+        assert calls == [[0, 1, 2, 3], [0, 1, 2, 3, 4, 5, 6]]
+        assert signal.getsignal(signal.SIGUSR2) is note
     finally:
         signal.signal(signal.SIGUSR2, previous)
 

@@ -1,9 +1,11 @@
 """SLURM for real: a one-node cluster started on this machine by scripts/slurm/start.sh (root and
 apt; `make test-slurm`), a sweep sent to it through src/train.py -m launcher=slurm, its jobs
 requeued by submitit's signal and preempted by a job of a higher-priority partition, and each
-resumed to the result of a run that was never stopped. The daemons are stopped by their PIDs at the
-end, however the tests went. The first test needs no cluster and runs by default: a requeue
-signal after the run has finished is ignored."""
+resumed to the result of a run that was never stopped. Each run waits after its first epoch until
+the test releases it (tests/plugins/hold.py), so that a signal finds it with most of its epochs
+ahead of it however fast the machine trains; the test releases it once the signal has arrived.
+The daemons are stopped by their PIDs at the end, however the tests went. The first test needs
+no cluster and runs by default: a requeue signal after the run has finished is ignored."""
 
 import os
 import shlex
@@ -27,9 +29,14 @@ from longterm.config.command_line import check
 from longterm.store.records import FINAL_STATUSES
 
 SCRIPTS = ROOT / "scripts" / "slurm"
-# Up to eight epochs of 100 updates (one to three seconds each; solved after five to seven):
-# interrupted after the first, a job has most of its run ahead of it.
+PLUGINS = ROOT / "tests" / "plugins"  # hold.py, on the jobs' PYTHONPATH
+# Up to eight epochs of 100 updates (solved after five to seven): interrupted after the first, a
+# job has most of its run ahead of it.
 RUN = quick("data.batches_per_epoch=100", "trainer.max_epochs=8")
+# Each run of the sweep waits after its first epoch until `release` lets it go on. Without the
+# wait, a run that trains an epoch in a fraction of a second can end before the signal sent after
+# its first checkpoint lands, and the test would check a requeue that never happened.
+HOLD = "+callbacks.hold._target_=hold.HoldAfterFirstEpoch"
 SEEDS = [1, 2]
 # Two one-CPU jobs fill the two-CPU node; time_min=10: every SIGUSR2 counts as a time-out.
 SLURM = ["launcher=slurm", "launcher.cpus=1", "launcher.mem_gb=2", "launcher.time_min=10"]
@@ -132,6 +139,26 @@ def checkpointed(sweep_dir: Path) -> list[int]:
     return sorted(seed for seed in SEEDS if any(f"-s{seed}," in p.parts[-3] for p in found))
 
 
+def release(sweep_dir: Path, seed: int) -> None:
+    """Let the run of `seed`, held after its first epoch (HOLD), go on."""
+    (run_dir,) = (p for p in sweep_dir.iterdir() if f"-s{seed}," in p.name)
+    (run_dir / "release").touch()  # tests/plugins/hold.py: RELEASE
+
+
+def job_log(sweep_dir: Path, job: str) -> str:
+    """What SLURM job `job` has printed so far (submitit's log, the run's lines among them)."""
+    path = sweep_dir / ".submitit" / job / f"{job}_0_log.out"
+    return path.read_text() if path.exists() else ""
+
+
+def has_received(sweep_dir: Path, job: str, *signals: str) -> bool:
+    """Whether the run of `job` has logged one of `signals` as received: SIGUSR2, deferred
+    (training/callbacks.py: DeferSignal), or SIGTERM (Lightning's handler)."""
+    said = {"SIGUSR2": "SIGUSR2 received;", "SIGTERM": "Received SIGTERM"}
+    out = job_log(sweep_dir, job)
+    return any(said[name] in out for name in signals)
+
+
 @contextmanager
 def submitted(cluster: Cluster, tmp_path: Path, *extra: str) -> Iterator[subprocess.Popen]:
     """The sweep of SEEDS (RUN each) sent to the cluster by src/train.py -m launcher=slurm, its
@@ -141,7 +168,7 @@ def submitted(cluster: Cluster, tmp_path: Path, *extra: str) -> Iterator[subproc
     with (tmp_path / "sweep.log").open("w") as log:
         sweep = subprocess.Popen(
             command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, **cluster.env},
+            env={**os.environ, **cluster.env, "PYTHONPATH": str(PLUGINS)},
         )  # fmt: skip
         try:
             yield sweep
@@ -153,28 +180,36 @@ def submitted(cluster: Cluster, tmp_path: Path, *extra: str) -> Iterator[subproc
 
 @pytest.mark.slurm
 def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, tmp_path):
-    """The first job past its first epoch gets submitit's SIGUSR2 (as before a time limit) and
-    requeues itself; the other, once past its first epoch, is preempted for real by a job of
-    partition `urgent`, and SLURM requeues it. Both resume from their last checkpoint, the sweep
-    succeeds, and each result equals that of a run never stopped, bit for bit."""
+    """Both jobs held after their first epoch (HOLD): the first gets submitit's SIGUSR2 (as
+    before a time limit) and requeues itself; then the other is preempted for real by a job of
+    partition `urgent` (two CPUs: the node's, the first job's freed by its requeue), and SLURM
+    requeues it. Each is released once its signal has arrived. Both resume from their last
+    checkpoint, the sweep succeeds, and each result equals that of a run never stopped, bit for
+    bit."""
     sweep_dir = tmp_path / "sweep"
     began = time.monotonic()
-    with submitted(cluster, tmp_path, f"hydra.sweep.dir={sweep_dir}") as sweep:
-        wait_for(lambda: checkpointed(sweep_dir), "a first checkpoint")
+    with submitted(cluster, tmp_path, f"hydra.sweep.dir={sweep_dir}", HOLD) as sweep:
+        wait_for(lambda: checkpointed(sweep_dir) == SEEDS, "both jobs' first checkpoints")
         array = cluster.run("squeue", "-h", "-o", "%i").split()[0].split("_")[0]
         jobs = {seed: f"{array}_{i}" for i, seed in enumerate(SEEDS)}  # job i runs the i-th seed
         print(f"[slurm] jobs {list(jobs.values())}: {' '.join(cluster.run('squeue').split())}")
-        first = checkpointed(sweep_dir)[0]
-        (other,) = set(SEEDS) - {first}
+        first, other = SEEDS
         usr2, preempted = jobs[first], jobs[other]
         cluster.run("scancel", "--signal=USR2", usr2)
-        print(f"[slurm] {usr2} past epoch 1: scancel --signal=USR2, as before a time limit")
-        wait_for(lambda: other in checkpointed(sweep_dir), "the other job's first checkpoint")
+        wait_for(lambda: has_received(sweep_dir, usr2, "SIGUSR2"), f"{usr2}'s SIGUSR2")
+        release(sweep_dir, first)
+        print(f"[slurm] {usr2} held after epoch 1: scancel --signal=USR2, as before a time limit")
+        wait_for(lambda: f"Requeued job {usr2}" in job_log(sweep_dir, usr2), f"{usr2}'s requeue")
         urgent = cluster.run(
             "sbatch", "--parsable", "-p", "urgent", "-c", "2", "--mem=1G", "-o", "/dev/null",
             "--wrap", "sleep 1",
         ).strip()  # fmt: skip
-        print(f"[slurm] {preempted} past epoch 1: job {urgent} of partition urgent preempts it")
+        wait_for(
+            lambda: has_received(sweep_dir, preempted, "SIGUSR2", "SIGTERM"),
+            f"the preemption's signal to {preempted}",
+        )
+        release(sweep_dir, other)
+        print(f"[slurm] {preempted} held after epoch 1: job {urgent} of partition urgent preempts")
         assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
     print(f"[slurm] sweep finished in {time.monotonic() - began:.0f} s, exit 0")
 
@@ -217,16 +252,19 @@ def test_a_sweep_is_requeued_preempted_and_resumes_to_the_same_result(cluster, t
 @pytest.mark.slurm
 def test_a_pack_job_is_requeued_and_its_members_resume_to_the_same_results(cluster, tmp_path):
     """launcher.members=auto: the sweep's two runs (seeds 1 and 2, one cell) train as the members
-    of one SLURM job. Once both have written their first checkpoint, submitit's SIGUSR2 (as
-    before a time limit) requeues the job; each member resumes from its own checkpoint and ends
-    equal, bit for bit, to a run never stopped."""
+    of one SLURM job. Once both have written their first checkpoint (and wait, HOLD), submitit's
+    SIGUSR2 (as before a time limit) requeues the job; each member resumes from its own
+    checkpoint and ends equal, bit for bit, to a run never stopped."""
     sweep_dir = tmp_path / "sweep"
-    pack = ("launcher.members=auto", f"hydra.sweep.dir={sweep_dir}")
+    pack = ("launcher.members=auto", f"hydra.sweep.dir={sweep_dir}", HOLD)
     with submitted(cluster, tmp_path, *pack) as sweep:
         wait_for(lambda: checkpointed(sweep_dir) == SEEDS, "both members' first checkpoints")
         (job,) = cluster.run("squeue", "-h", "-o", "%i").split()  # one job for the two runs
         cluster.run("scancel", "--signal=USR2", job)
-        print(f"[slurm] pack job {job} past epoch 1: scancel --signal=USR2")
+        wait_for(lambda: has_received(sweep_dir, job, "SIGUSR2"), f"{job}'s SIGUSR2")
+        for seed in SEEDS:
+            release(sweep_dir, seed)
+        print(f"[slurm] pack job {job} held after epoch 1: scancel --signal=USR2")
         assert sweep.wait(timeout=600) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
     out = (sweep_dir / ".submitit" / job / f"{job}_0_log.out").read_text()
     assert "Caught signal SIGUSR2 on" in out and f"Requeued job {job}" in out

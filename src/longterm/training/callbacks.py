@@ -11,7 +11,7 @@ import pytorch_lightning as L
 import torch
 
 from longterm.choices import AUTO
-from longterm.training.library_internals import skip_validation
+from longterm.training.library_internals import ignore_after_fit, skip_validation
 
 log = logging.getLogger(__name__)
 
@@ -156,12 +156,21 @@ class DeferSignal(L.Callback):
     the last batch is dropped: the run is about to write its result, and from then on ignores the
     signal (`ignore_signal`). Does nothing when no Python handler is installed for `signal` (a
     plain local run).
+
+    The handler runs once at a time: a signal that arrives while it runs (a preemption's SIGUSR2
+    half a second after a time limit's, while submitit writes the job's pickle) is ignored, not
+    run inside it, where submitit's second checkpoint would meet the first's temporary file and
+    fail the run while SLURM requeues its job. Once the handler has ended the process (requeued,
+    or not), the signal stays ignored until the process exits, so that another can neither
+    requeue the job again nor turn the exit into a failure. A handler that returns (submitit's on
+    a task other than the first) leaves the signal deferred as before.
     """
 
     def __init__(self, signal: str = "SIGUSR2"):
         self.signum = signals.Signals[signal]
         self.handler = None
         self.pending: tuple[int, FrameType | None] | None = None
+        self.ended = False  # the handler has ended the process
 
     def _defer(self, signum: int, frame: FrameType | None) -> None:
         log.info(f"{signals.Signals(signum).name} received; handled after this batch")
@@ -176,18 +185,24 @@ class DeferSignal(L.Callback):
             signals.signal(self.signum, self._defer)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self.pending is not None:
-            pending = self.pending
-            self._restore()
-            try:
-                self.handler(*pending)  # submitit's: checkpoint the job, requeue, exit
-            except subprocess.CalledProcessError as e:
-                # SLURM requeues a job it preempts itself (PreemptMode=REQUEUE), and then refuses
-                # submitit's own `scontrol requeue` ("Job is pending execution"). Raised as it
-                # is, the error would end the job as a failure, which the sweep reports, while
-                # SLURM starts the job again; exiting lets the requeued job resume.
-                command = " ".join(e.cmd)
-                raise SystemExit(f"{command} failed: SLURM requeued the job itself; exiting") from e
+        if self.pending is None:
+            return
+        pending, self.pending = self.pending, None
+        signals.signal(self.signum, signals.SIG_IGN)  # one run of the handler at a time
+        try:
+            self.handler(*pending)  # submitit's: checkpoint the job, requeue, exit
+        except BaseException as e:
+            self.ended = True  # the signal stays ignored (on_exception)
+            log.info(f"{self.signum.name} is ignored from now on: the process ends")
+            if not isinstance(e, subprocess.CalledProcessError):
+                raise
+            # SLURM requeues a job it preempts itself (PreemptMode=REQUEUE), and then refuses
+            # submitit's own `scontrol requeue` ("Job is pending execution"). Raised as it is,
+            # the error would end the job as a failure, which the sweep reports, while SLURM
+            # starts the job again; exiting lets the requeued job resume.
+            command = " ".join(e.cmd)
+            raise SystemExit(f"{command} failed: SLURM requeued the job itself; exiting") from e
+        signals.signal(self.signum, self._defer)  # it returned: training goes on
 
     def _restore(self) -> None:
         if self.handler is not None:
@@ -198,7 +213,10 @@ class DeferSignal(L.Callback):
         self._restore()
 
     def on_exception(self, trainer, pl_module, exception) -> None:
-        self._restore()
+        if self.ended:
+            ignore_after_fit(trainer, self.signum)
+        else:
+            self._restore()
 
 
 def ignore_signal(signal: str = "SIGUSR2") -> None:

@@ -9,9 +9,12 @@ public API. A diverged run skips the validation of its weights (a loop's flag). 
 HPARAMS records through the logger's event writer. An update steps its optimizer as Lightning's
 manual optimization counts a step, and a checkpoint counts its steps in both modes' progress. A
 module (training/module.py) reads the Trainer it is attached to, and sets the name of the hook it
-is in at less cost than nn.Module's __setattr__.
+is in at less cost than nn.Module's __setattr__. A signal that a callback ignores for the rest of
+the process stays ignored when fit ends (Lightning's signal connector puts back the handlers it
+found as fit started).
 """
 
+import signal
 from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
@@ -78,6 +81,14 @@ def skip_validation(trainer: L.Trainer) -> None:
     (a pack's member's loop is the pack's, which validates the other members)."""
     if trainer.fit_loop.trainer is trainer:
         trainer.fit_loop.epoch_loop._skip_next_val = True
+
+
+def ignore_after_fit(trainer: L.Trainer, signum: int) -> None:
+    """Ignore `signum` from now on, past the end of `trainer`'s fit: when fit ends, Lightning puts
+    back every handler it found as fit started (its signal connector's snapshot), which would
+    otherwise install the handler again."""
+    signal.signal(signum, signal.SIG_IGN)
+    trainer._signal_connector._original_handlers[signum] = signal.SIG_IGN
 
 
 def load_callback_states(trainer: L.Trainer, checkpoint: dict[str, Any]) -> None:
