@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.configs import composed
-from helpers.paths import CONF
+from helpers.paths import CONF, ROOT
 from helpers.presets import QUICK, quick
 from helpers.results import read_json
 from helpers.runs import run_once, train_py
+from hydra.core.utils import JobReturn, JobStatus
 
+from hydra_plugins.longterm_launcher import parallel_launcher, submitit_packed
 from longterm.analysis.events import scalars
 from longterm.config.command_line import check
 from longterm.config.run_settings import job_run_dir
@@ -30,6 +32,7 @@ from longterm.store.archive import put
 from longterm.store.checkpoint_files import relocate
 from longterm.store.continue_run import main as continue_main
 from longterm.store.run_dir import claim
+from longterm.sweeps.failures import Failures
 from longterm.sweeps.multirun import job_rows
 
 PLUGINS = {"PYTHONPATH": str(Path(__file__).resolve().parent / "plugins")}  # faulty.py
@@ -361,6 +364,68 @@ def test_a_plugin_that_raises_fails_its_runs_keeps_the_traceback_and_the_sweep_e
                 assert result["error"] == message
                 log = (run_dir / "train.log").read_text()
                 assert "Traceback (most recent call last)" in log and message in log
+
+
+def test_a_run_that_fails_in_a_submitit_job_fails_the_sweep(tmp_path):
+    """launcher=submitit_local (launcher=slurm's path): the encoder and the task generator of the
+    test above raise in a run's own submitit job and in a pack's (launcher.members=auto). Each
+    job's terminal is its submitit log; its lines come back with its JobReturns, and the sweep
+    says them, ends with its table and exits 1, as under launcher=local; the other jobs finish."""
+    single, packs = tmp_path / "single", tmp_path / "packs"
+    one_epoch = quick("trainer.max_epochs=1")
+    encoder = [*faulty("Raises")[:-1], "+model.after=5,1000"]
+    task = ["task.generator=faulty.addition_until", "task.name=until", "+task.params.after=12,1000"]
+    cases = [
+        (single, [*encoder, *one_epoch], "RuntimeError: the plugin failed at training pass 6", 1),
+        (
+            packs,
+            ["launcher.members=auto", "lr=1e-3,3e-3", *task, *one_epoch],
+            "RuntimeError: the task plugin failed at batch 13",
+            2,
+        ),
+    ]
+    for sweep, args, message, failed in cases:
+        args = ["-m", "launcher=submitit_local", *args, f"hydra.sweep.dir={sweep}"]
+        out = train_py(*args, env=PLUGINS)
+        assert out.returncode == 1, out.stderr
+        lines = out.stderr.strip().splitlines()
+        assert lines[-1] == (
+            f"error: {failed} job(s) of the sweep stopped; each said why above; resume them with: "
+            f"{shlex.join(['python', str(ROOT / 'src' / 'train.py'), *args])}"
+        )
+        stopped = [line for line in lines if line.startswith("error: ") and message in line]
+        assert len(stopped) == failed, out.stderr
+        assert all(
+            line.endswith(f"failed: {message} (traceback in its train.log)") for line in stopped
+        )
+        assert f"{2 * failed} jobs in {sweep}" in out.stdout  # the closing table
+        statuses = sorted(read_json(p)["status"] for p in sweep.glob("*/result.json"))
+        assert statuses == ["failed"] * failed + ["max_epochs"] * failed
+
+
+def test_a_submitit_jobs_lines_and_what_its_task_raised_are_said_where_the_sweep_runs(
+    monkeypatch, capsys
+):
+    """What a single run's submitit job returns (its JobReturn and its lines), in the launching
+    process: its lines said and counted; a task that raised past src/train.py (HYDRA_FULL_ERROR=1)
+    said in one line under the job's label, counted, and its JobReturn completed with no value,
+    as under launcher=parallel, so that the sweep still ends with its table."""
+    failures = Failures()
+    for module in (submitit_packed, parallel_launcher):  # names read from the modules when used
+        monkeypatch.setattr(module, "FAILURES", failures)
+    done = JobReturn(overrides=["seed=1"], status=JobStatus.COMPLETED)
+    done.return_value = 0.5
+    raised = JobReturn(overrides=["seed=2"], status=JobStatus.FAILED)
+    raised.return_value = RuntimeError("the task failed\nat its second line")
+    assert submitit_packed.told((done, ["a run stopped"]), "job #0 (seed=1)") is done
+    ret = submitit_packed.told((raised, []), "job #1 (seed=2)")
+    assert ret.status == JobStatus.COMPLETED and ret.return_value is None
+    assert failures.since(0) == [
+        "a run stopped",
+        "job #1 (seed=2) failed: RuntimeError: the task failed",
+    ]
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert said == [f"error: {line}" for line in failures.since(0)]
 
 
 def test_a_record_cut_short_or_a_model_of_other_shapes_is_one_line(tmp_path, reference):

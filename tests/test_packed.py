@@ -11,8 +11,10 @@ import signal
 import pytest
 import torch
 from helpers.configs import composed
+from helpers.hold import HOLD, has_received, is_held, release, unnamed
+from helpers.paths import PLUGINS
 from helpers.presets import QUICK, quick
-from helpers.results import metrics, read_json
+from helpers.results import metrics, read_json, run_dirs
 from helpers.runs import start, train_py, wait_for
 
 from hydra_plugins.longterm_launcher.packed_launcher import cut, group_key, pack_size
@@ -52,8 +54,10 @@ def job_dirs(sweep):
     return sorted(p for p in sweep.iterdir() if (p / ".hydra").is_dir())
 
 
-def assert_same_runs(alone, packed, resumed=False):
-    """Every run of `packed` equals the same run of `alone`: numbers, scalars, checkpoints."""
+def assert_same_runs(alone, packed, resumed=False, held=False):
+    """Every run of `packed` equals the same run of `alone`: numbers, scalars, checkpoints
+    (`held`: `packed`'s runs were held after their first epoch, helpers/hold.py, which only their
+    configs show)."""
     names = [p.name for p in job_dirs(alone)]
     assert [p.name for p in job_dirs(packed)] == names
     for name in names:
@@ -66,6 +70,8 @@ def assert_same_runs(alone, packed, resumed=False):
             if pair[0].exists():
                 same_checkpoint(*pair, loops=not resumed)
         configs = [{**read_json(x / "result.json")["config"], "launcher": None} for x in (a, p)]
+        if held:
+            del configs[1]["callbacks"]["hold"]
         assert same(*configs, str(alone), str(packed))
 
 
@@ -240,33 +246,44 @@ def test_a_pack_killed_resumes_each_member_from_its_own_checkpoint(tmp_path, cel
     assert_same_runs(alone, packed, resumed=True)
 
 
-def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path, cell_alone):
+def test_a_pack_in_a_submitit_job_is_requeued_and_resumes(tmp_path, cell_alone, monkeypatch):
     """launcher=submitit_local launcher.members=auto (as launcher=slurm on a cluster): the cell's
     two runs in one job. SIGUSR2 (what SLURM sends before a time limit or a preemption) after
-    the members' first checkpoints: submitit requeues the job, each member resumes from its own
-    last.ckpt and ends as the run alone does; submitit leaves no folder named after its pattern."""
+    the members' first checkpoints, while the pack waits there until the signal has arrived
+    (HOLD, the jobs named as without it): submitit requeues the job, each member resumes from its
+    own last.ckpt and ends as the run alone does; submitit leaves no folder named after its
+    pattern."""
+    monkeypatch.setenv("PYTHONPATH", str(PLUGINS))  # tests/plugins/hold.py, for the job
     args, alone, packed = CELL, cell_alone, tmp_path / "packed"
-    jobs = ("launcher=submitit_local", "launcher.members=auto")
+    jobs = ("launcher=submitit_local", "launcher.members=auto", HOLD, unnamed())
     process = start(*args, *jobs, f"hydra.sweep.dir={packed}")
     try:
         wait_for(
-            lambda: (
-                len(list(packed.glob("*/checkpoints/last.ckpt"))) == 2 or process.poll() is not None
-            ),
-            "checkpoints",
+            lambda: any(map(is_held, run_dirs(packed))) or process.poll() is not None,
+            "the pack held after its first epoch",
         )
+        assert process.poll() is None, process.stderr.read()
+        assert len(list(packed.glob("*/checkpoints/last.ckpt"))) == 2
         locks = {p.read_text().split()[1] for p in packed.glob("*/.lock")}
         assert len(locks) == 1  # the members' one process
         os.kill(int(locks.pop()), signal.SIGUSR2)
+        wait_for(
+            lambda: all(map(has_received, run_dirs(packed))) or process.poll() is not None,
+            "the pack's SIGUSR2",
+        )
+        for member in run_dirs(packed):
+            release(member)
         assert process.wait(timeout=300) == 0, process.stderr.read()
     finally:
+        for member in run_dirs(packed):  # none left waiting
+            release(member)
         process.kill()
     (folder,) = (packed / ".submitit").iterdir()  # one job for the two runs
     log = next(folder.glob("*_log.out")).read_text()
     assert "Requeued job" in log and log.count("resuming from ") == 2
     results = [read_json(p) for p in packed.glob("*/result.json")]
     assert all(r["resumed_at_update"] for r in results)
-    assert_same_runs(alone, packed, resumed=True)
+    assert_same_runs(alone, packed, resumed=True, held=True)
 
 
 def test_a_stacked_update_issues_the_same_ops_for_any_number_of_members():

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.configs import composed
+from helpers.hold import HOLD, has_received, is_held, release
 from helpers.paths import PLUGINS, ROOT
 from helpers.presets import LONGER, QUICK, quick
-from helpers.results import metrics, read_json, sweep_results
+from helpers.results import metrics, read_json, run_dirs, sweep_results
 from helpers.runs import multirun, run_command, run_once, start, train_py, wait_for, wait_for_file
 from omegaconf import OmegaConf
 from tensorboard.plugins.hparams import metadata
@@ -351,18 +352,34 @@ def test_commands_appending_to_one_sweep_record_at_once_lose_nothing(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
 
 
-def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted):
+def test_a_preempted_submitit_job_is_requeued_and_resumes(tmp_path, uninterrupted, monkeypatch):
     """launcher=submitit_local runs a sweep's jobs, one submitit job each. SIGUSR2 is what SLURM
     sends a submitit job before preemption or its time limit; the local executor handles it the
-    same way: checkpoint the job, exit, start it again. The other job runs through."""
-    args = ["-m", "launcher=submitit_local", "task=addition,multiplication", *LONGER]
+    same way: checkpoint the job, exit, start it again. The other job runs through. Each job waits
+    after its first epoch (HOLD) until the signal has arrived, so that it finds the job with its
+    second epoch ahead of it however fast the machine trains."""
+    monkeypatch.setenv("PYTHONPATH", str(PLUGINS))  # tests/plugins/hold.py, for the jobs
+    args = ["-m", "launcher=submitit_local", "task=addition,multiplication", *LONGER, HOLD]
     sweep = start(*args, f"hydra.sweep.dir={tmp_path}")
     try:
-        job = wait_for_file("addition-*/checkpoints/last.ckpt", tmp_path, sweep).parent.parent
+        wait_for(
+            lambda: (
+                (len(runs := run_dirs(tmp_path)) == 2 and all(map(is_held, runs)))
+                or sweep.poll() is not None
+            ),
+            "both jobs held after their first epoch",
+        )
+        assert sweep.poll() is None, sweep.stderr.read()
+        job, other = run_dirs(tmp_path)  # addition's, multiplication's
         pid = int((job / ".lock").read_text().split()[1])  # "pid N on host"
         os.kill(pid, signal.SIGUSR2)
+        wait_for(lambda: has_received(job) or sweep.poll() is not None, "the job's SIGUSR2")
+        release(job)
+        release(other)
         assert sweep.wait(timeout=300) == 0, sweep.stderr.read()
     finally:
+        for run_dir in run_dirs(tmp_path):  # none left waiting
+            release(run_dir)
         sweep.kill()
     result = read_json(job / "result.json")
     assert result["resumed_at_update"] == 100 and result["status"] == "max_epochs"

@@ -8,6 +8,11 @@ def read_json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
+def run_dirs(sweep_dir: Path) -> list[Path]:
+    """The job directories of a sweep directory (each with Hydra's `.hydra/`), in name order."""
+    return sorted(p.parent for p in sweep_dir.glob("*/.hydra"))
+
+
 def sweep_results(sweep_dir: Path) -> list[dict]:
     """Each finished job's result.json in a sweep directory, in the order of the job folders."""
     return [read_json(p) for p in sorted(sweep_dir.glob("*/result.json"))]

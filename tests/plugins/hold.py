@@ -1,10 +1,11 @@
-"""A callback for the tests that signal a job part-way through its run (tests/test_slurm.py),
-brought in by import path (`+callbacks.hold._target_=hold.HoldAfterFirstEpoch`, tests/plugins on
-PYTHONPATH): a process that has trained a run's first epoch waits, as the second starts (the
-first's checkpoints written: Lightning writes them as the epoch ends), until a file named
-`release` is in the run directory. A signal sent meanwhile finds the run with most of its epochs
-ahead of it, however fast the machine trains; the wait changes no number of the run. A process
-that resumes the run after its first epoch does not wait."""
+"""A callback for the tests that signal a job part-way through its run (tests/test_slurm.py, and
+others through tests/helpers/hold.py), brought in by import path
+(`+callbacks.hold._target_=hold.HoldAfterFirstEpoch`, tests/plugins on PYTHONPATH): a process
+that has trained a run's first epoch waits, as the second starts (the first's checkpoints
+written: Lightning writes them as the epoch ends), until a file named `release` is in the run
+directory. A signal sent meanwhile finds the run with most of its epochs ahead of it, however fast
+the machine trains; the wait changes no number of the run. A process that resumes the run after
+its first epoch does not wait."""
 
 import logging
 import time

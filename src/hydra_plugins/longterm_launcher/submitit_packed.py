@@ -10,6 +10,12 @@ A pack's job is requeued as a run's is: SIGUSR2 (the time limit near, or a preem
 submitit's handler at the pack's next batch boundary (longterm.training.callbacks.DeferSignal, one
 per pack), which calls SubmititPack.checkpoint: the same pack is submitted again and each member
 resumes from its own last checkpoint, as the same job run alone would.
+
+A job's one-line errors are said in its own process, whose terminal is its submitit log: each job,
+a pack's or a single run's, returns them with its JobReturns, and the launching process says them
+and counts them (longterm.sweeps.failures), so that a sweep with a failed run ends with its table
+and exits non-zero, as under `launcher=local`; a job whose task raised past src/train.py is said
+in one line, as under `launcher=parallel`.
 """
 
 from collections.abc import Sequence
@@ -19,7 +25,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.types import HydraContext
 from hydra_plugins.hydra_submitit_launcher.config import (
     BaseQueueConf,
@@ -33,6 +39,8 @@ from hydra_plugins.hydra_submitit_launcher.submitit_launcher import (
 )
 from omegaconf import DictConfig, OmegaConf
 
+# parallel_launcher: the module, not its names (its classes are made again by Hydra's plugin scan)
+from hydra_plugins.longterm_launcher import parallel_launcher
 from hydra_plugins.longterm_launcher.packed_launcher import plan_packs, run_pack
 from longterm.choices import AUTO
 from longterm.sweeps.failures import FAILURES
@@ -57,12 +65,34 @@ class SubmititPack:
         return submitit.helpers.DelayedSubmission(self, *args)
 
 
+def told(outcome: tuple[JobReturn, list[str]], label: str) -> JobReturn:
+    """A single job's JobReturn, in the launching process: its one-line errors said and counted
+    here; a task that raised past src/train.py (a FAILED JobReturn, whose getter raises what it
+    raised) said in one line under `label` and counted (parallel_launcher.settled)."""
+    ret, lines = outcome
+    for line in lines:
+        FAILURES.tell(line)
+    if ret.status != JobStatus.FAILED:
+        return ret
+    try:
+        _ = ret.return_value
+    except Exception as e:
+        return parallel_launcher.settled(parallel_launcher.Failed(ret, e), label)
+    return ret
+
+
 class PackedSubmitit(BaseSubmititLauncher):
     """A submitit launcher (its `_EXECUTOR`) that sends packs as one job each."""
 
     def __init__(self, members: int | str = 1, **params: Any) -> None:
         super().__init__(**params)
         self.members = members
+
+    def __call__(self, *args: Any) -> tuple[JobReturn, list[str]]:  # type: ignore[override]
+        """One run in its submitit job, as hydra-submitit-launcher runs it: its JobReturn, and
+        the one-line errors it stopped with, for the launching process to say (`told`)."""
+        before = FAILURES.mark()
+        return super().__call__(*args), FAILURES.since(before)
 
     def executor(self) -> Any:
         """submitit's executor with this launcher's parameters: those every cluster takes under
@@ -85,7 +115,11 @@ class PackedSubmitit(BaseSubmititLauncher):
     ) -> Sequence[JobReturn]:
         try:
             if self.members != AUTO and int(self.members) == 1:
-                return super().launch(job_overrides, initial_job_idx)
+                outcomes: Any = super().launch(job_overrides, initial_job_idx)  # __call__'s
+                return [
+                    told(outcome, parallel_launcher.job_label([i], job_overrides, initial_job_idx))
+                    for i, outcome in enumerate(outcomes)
+                ]
             return self.launch_packs(job_overrides, initial_job_idx)
         finally:
             self.tidy()
@@ -136,10 +170,12 @@ class PackedSubmitit(BaseSubmititLauncher):
         returns: dict[int, JobReturn] = {}
         for members, job in zip(packs, pack_jobs, strict=True):
             member_returns, errors = job.results()[0]
-            FAILURES.report(*errors)
+            for line in errors:  # said in the job's log; said here too
+                FAILURES.tell(line)
             returns.update(zip(members, member_returns, strict=True))
         for i, job in zip(singles, single_jobs, strict=True):
-            returns[i] = job.results()[0]
+            label = parallel_launcher.job_label([i], job_overrides, initial_job_idx)
+            returns[i] = told(job.results()[0], label)
         return [returns[i] for i in range(len(job_overrides))]
 
 
