@@ -10,11 +10,18 @@ from longterm.config.command_line import check, job_overrides
 from longterm.config.validate import ConfigError
 
 BAD_COMMAND_LINES = [
-    (["pool=max"], "pool='max' is invalid: choose one of attention, last, mean, per_step"),
-    (["data=streaming"], "data='streaming' is invalid: choose one of fixed, variable"),
+    (["pool=max"], f"pool='max' is invalid: choose one of {', '.join(conf_names('pool'))}"),
+    (
+        ["data=streaming"],
+        f"data='streaming' is invalid: choose one of {', '.join(conf_names('data'))}",
+    ),
     (["model=lstmm"], "model='lstmm' is invalid: choose one of all_attention, "),
     (["task=adition"], "task='adition' is invalid: choose one of addition, algorithmic, "),
-    (["pool=atention"], "pool='atention' is invalid: choose one of attention, last, mean, "),
+    (
+        ["pool=atention"],
+        f"pool='atention' is invalid: choose one of {', '.join(conf_names('pool'))}; did you "
+        "mean attention?",
+    ),
     (["-m", "launcher=paralel"], "launcher='paralel' is invalid: choose one of local, "),
     (
         ["model=gru"],
@@ -27,9 +34,8 @@ BAD_COMMAND_LINES = [
     ),
     (
         ["experiment=table2"],
-        "experiment='table2' is invalid: choose one of claims, every_memory, memory_comparison, "
-        "order_battery, recall, selection, table1, variable_length, zoology_figure2; did you mean "
-        "table1?",
+        f"experiment='table2' is invalid: choose one of {', '.join(conf_names('experiment'))}; "
+        "did you mean table1?",
     ),
     (["experiment=table1", "task=addition", "T0=50", "lr=1e-3,0"], "lr=0 is invalid"),
     (["-m", "launcher=submitit_local", "launcher.cpus=0,2"], "launcher.cpus=0 is invalid"),

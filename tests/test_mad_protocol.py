@@ -69,7 +69,7 @@ def test_macro_accuracy_is_mad_labs_metric():
 
 
 MIXERS = {  # the built-in models' mixing layers, with their MAD conf files' keys
-    "mad_attention": dict(heads=4),  # 4 heads of width 8 at D = 32
+    "mad_attention": dict(head_dim=8),  # 4 heads of width 8 at D = 32
     "mad_mamba": dict(d_state=4, d_conv=4, expand=2, dt_rank=8),
     "mad_hyena": dict(
         order=2, short_kernel=3, filter_width=64, pos_bands=8, min_window=10, max_window=10_000
@@ -96,8 +96,8 @@ def test_the_shape_around_each_mixer_has_its_step_form(name):
 
 def test_swiglu_is_mad_labs_width_and_a_mixer_of_ones_own_comes_by_import_path():
     assert SwiGLU(128).w1.out_features == 352  # 16 * ceil(int(2 * 128 * 4 / 3) / 16)
-    with pytest.raises(ValueError, match="model.heads=.* is invalid|heads"):
-        MAD(8, 8, "longterm.models.mad.RotaryAttention", heads=3)
+    with pytest.raises(ValueError, match="head_dim=3 must divide dim=8"):
+        MAD(8, 8, "longterm.models.mad.RotaryAttention", head_dim=3)
     with pytest.raises(ValueError, match="is not a key"):
         MAD(8, 8, "longterm.models.s4d.S4DMixer", d_state=4, a_init="lin", span=3)
     with pytest.raises(ValueError, match="no module named"):

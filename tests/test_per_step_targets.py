@@ -7,13 +7,14 @@ from helpers.configs import conf_names
 from helpers.presets import TINY, quick
 from helpers.results import sweep_results
 from helpers.runs import train_py
+from omegaconf import OmegaConf
 from torch.nn import functional as F
 
 from longterm.analysis.evaluate import load_module, step_predictions
 from longterm.analysis.evaluate import main as evaluate_main
 from longterm.analysis.events import scalars
 from longterm.choices import targets_error
-from longterm.config.builtins import encoder_of
+from longterm.config.builtins import conf_file
 from longterm.models import sequence_model
 from longterm.models.readouts import PerStep
 from longterm.tasks import NO_TARGET
@@ -73,12 +74,22 @@ OWN = {
 }
 
 
+def model_keys(name: str) -> dict:
+    """The model section a run of `model=<name>` gives the constructor (its conf file's keys, the
+    encoder's among them), less the width and the implementation the test sets, with OWN's
+    smaller settings."""
+    keys = OmegaConf.to_container(conf_file("model", name))
+    keys.pop("defaults", None)
+    return {k: v for k, v in keys.items() if k not in ("dim", "hidden", "impl")} | OWN.get(name, {})
+
+
 @pytest.mark.parametrize("name", conf_names("model"))
 def test_every_model_per_step_reads_is_causal(name):
     """The output at step t does not change when steps after t change, and does when step t
     does (float64, so equal means equal)."""
     torch.manual_seed(0)
-    net = sequence_model(encoder_of(name), 3, 4, PerStep(8), dim=8, hidden=6, **OWN.get(name, {}))
+    keys = model_keys(name)
+    net = sequence_model(keys.pop("encoder"), 3, 4, PerStep(8), dim=8, hidden=6, **keys)
     net = net.double().eval()  # eval: dropout (zoology's models) would differ between forwards
     x = torch.randn(2, 12, 3, dtype=torch.float64)
     later = x.clone()

@@ -22,6 +22,8 @@ from longterm.config.command_line import check, composed
 from longterm.config.validate import ConfigError
 from longterm.contract.readout import readout_report
 from longterm.models.sequence import SequenceModel
+from longterm.models.state import has_step_form
+from longterm.plugins.resolve import readout_class, reads_causally
 from longterm.sweeps.pack import packable
 from longterm.training.hparams import records
 from longterm.training.parts import build_model
@@ -155,7 +157,11 @@ READOUT_MISTAKES = [
         ["pool=gated", "task=algorithmic", "model=lstm"],
         "pool=gated is invalid with task=algorithmic: this task labels steps; use pool=per_step",
     ),
-    (["pool=gatd"], "pool='gatd' is invalid: choose one of attention, gated, last, mean"),
+    (  # conf/'s readouts and the example's
+        ["pool=gatd"],
+        f"pool='gatd' is invalid: choose one of {', '.join(sorted([*conf_names('pool'), 'gated']))}"
+        "; did you mean gated?",
+    ),
 ]
 
 
@@ -222,5 +228,9 @@ def test_every_built_in_readout_keeps_the_readout_contract(name, mask_padding):
     pool = OmegaConf.to_container(OmegaConf.load(CONF / "pool" / f"{name}.yaml"))
     report = readout_report({**pool, "mask_padding": mask_padding}, 8)
     assert report.ok, str(report)
-    per_step = name == "per_step"
-    assert len(report.checks) == 7 + mask_padding + per_step, str(report)  # 2: the step form
+    cls = readout_class(pool["readout"])  # what it says it is: per step, causal, its step form
+    causal = cls.per_step and reads_causally(cls)  # a per-step one held to causality
+    steps = 2 * has_step_form(cls)  # the two forms and the state size
+    assert len(report.checks) == 5 + mask_padding + causal + steps, str(report)
+    if cls.per_step and not causal:
+        assert report.facts["causal"].startswith("declared not causal"), str(report)

@@ -2,7 +2,9 @@
 conf/model/*.yaml and every readout of conf/pool/*.yaml, found there and not listed here, has a
 step form equal to its training form, in float64, on random inputs and random weights, at a length
 that crosses several chunks and attention spans; and the state size it declares is the size of
-the state its step form carries, measured, below and above the span."""
+the state its step form carries, measured, below and above the span. A readout that says it is
+not causal (`causal = False`: every c_t reads the last state) has none, and a model read by it
+declares no state size."""
 
 import pytest
 import torch
@@ -19,6 +21,7 @@ from longterm.contract.readout import readout_report
 from longterm.models import FusedSequenceModel, SequenceModel, sequence_model
 from longterm.models.build import build_encoder, build_readout
 from longterm.models.state import has_step_form, run_steps, state_numbers
+from longterm.plugins.resolve import reads_causally
 from longterm.tasks import default_width
 from longterm.training.parts import build_model
 from longterm.training.result import measured
@@ -115,6 +118,9 @@ def test_a_readout_s_step_form_is_its_training_form(name):
     """c_t of the step form is what `forward` gives for the states 0..t (the per-step readout:
     its output at t)."""
     pool = readout(name)
+    if not reads_causally(pool):  # c_t reads later states: no step form can give it
+        assert not has_step_form(pool), f"pool={name} says causal = False yet has a step form"
+        return
     assert has_step_form(pool), f"pool={name} has no step form"
     T = 50
     h = torch.randn(B, T, D, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
@@ -131,7 +137,8 @@ def test_a_readout_s_step_form_is_its_training_form(name):
 @pytest.mark.parametrize("name", conf_names("model"))
 def test_a_model_s_step_form_is_the_encoder_s_then_the_readout_s_then_the_head(name):
     """SequenceModel, with every readout: y_t is the model's output on steps 0..t (per step: at
-    t), and its state size is the encoder's plus the readout's, as measured."""
+    t), and its state size is the encoder's plus the readout's, as measured (none with a
+    readout that has no step form)."""
     keys, dim, hidden, T = conf("model", name), 8, 5, 12
     path = keys.pop("encoder")
     own = {k: v for k, v in keys.items() if k not in ("dim", "hidden", "impl")}
@@ -139,6 +146,9 @@ def test_a_model_s_step_form_is_the_encoder_s_then_the_readout_s_then_the_head(n
     for pool_name in conf_names("pool"):
         torch.manual_seed(0)
         net = sequence_model(path, F, 2, readout(pool_name, dim), dim, hidden, **own)
+        if not has_step_form(net.readout):  # a readout without one: the model declares none
+            assert net.state_size(T) is None, pool_name
+            continue
         net = randomised(net, seed=3)
         with torch.no_grad():
             stepped, state = run_steps(net, x)

@@ -7,7 +7,8 @@ carries), built from its conf file with D = `--dim`:
 
 Prints a Markdown table, a row per conf/model/*.yaml and conf/pool/*.yaml (found there, not
 listed), its parameters (an encoder's with the paper's two input features, without the head) and
-a column per length; a model's state size is its encoder's plus its readout's.
+a column per length; a model's state size is its encoder's plus its readout's. One without a step
+form (a readout whose every step reads the last state, `pool=mad_decoder`) declares none: —.
 """
 
 import argparse
@@ -23,6 +24,7 @@ from torch import nn
 from longterm.analysis.arguments import at_least, summary
 from longterm.config.builtins import CONF
 from longterm.models.build import build_encoder, build_readout
+from longterm.models.state import has_step_form
 from longterm.tasks import default_width
 
 # one step; the width of the paper's batches at T0 = 50, a length between, at T0 = 10000
@@ -81,7 +83,8 @@ def table(dim: int, lengths: tuple[int, ...] = LENGTHS) -> str:
     ]
     for name, module in modules(dim):
         cells = [f"{sum(p.numel() for p in module.parameters()):,}"]
-        cells += [f"{module.state_size(t):,}" for t in lengths]
+        steps = has_step_form(module)
+        cells += [f"{module.state_size(t):,}" if steps else "—" for t in lengths]
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

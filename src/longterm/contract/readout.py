@@ -1,8 +1,9 @@
 """The contract of a readout (docs/plugins.md, "The contract check"), on a small padded batch of
 states: it builds, identically twice; h (B, T, D) gives c (B, D), or (B, T, D) for a per-step
 one, in h's dtype, the same twice; with mask_padding=true the padded states cannot change c; a
-per-step one keeps causality (c_<=t does not change when states after t do); the gradient
-reaches h and every parameter; the step form as an encoder's (contract/step_form.py).
+per-step one keeps causality (c_<=t does not change when states after t do) unless it says
+`causal = False` (plugins/resolve.py: reads_causally), which is reported, as an encoder's; the
+gradient reaches h and every parameter; the step form as an encoder's (contract/step_form.py).
 
     readout_report(pool section, dim)   -> Report
 """
@@ -16,6 +17,7 @@ from longterm.contract.probes import B, T, built_twice, dtype, padded_batch, sam
 from longterm.contract.report import Report
 from longterm.contract.step_form import check_readout_steps
 from longterm.models.build import build_readout, encoder_path
+from longterm.plugins.resolve import reads_causally
 
 
 def readout_report(
@@ -81,7 +83,8 @@ def check_readout_padding(
 
 def check_readout_causal(report: Report, readout: nn.Module, h: Tensor, mask: Tensor) -> None:
     """A per-step readout: c_<=t unchanged when the states after t change, at three cut points
-    (the model's causality, which per-step targets need, must survive the readout)."""
+    (the model's causality, which per-step targets need, must survive the readout); one that
+    says `causal = False` is reported as such, not failed."""
     cuts = (0, T // 3, 2 * T // 3)
     full = torch.ones_like(mask)
     bad = []
@@ -91,6 +94,11 @@ def check_readout_causal(report: Report, readout: nn.Module, h: Tensor, mask: Te
             later[:, t + 1 :] = torch.randn(later[:, t + 1 :].shape, dtype=h.dtype)
             if not same(readout(h, full)[:, : t + 1], readout(later, full)[:, : t + 1]):
                 bad.append(t)
+    if not reads_causally(readout):
+        report.facts["causal"] = "declared not causal; " + (
+            "c_<=t does change with later states" if bad else "yet it acts causal here"
+        )
+        return
     report.add(
         not bad,
         f"per step: changing states after t leaves c_<=t unchanged (t = "

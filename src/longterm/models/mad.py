@@ -78,21 +78,23 @@ def rotate(x: Tensor, positions: Tensor, rotary_dim: int, base: float) -> Tensor
 
 
 class RotaryAttention(nn.Module):
-    """u (B, T, D) -> (B, T, D): causal softmax attention of `heads` heads with rotary positions
-    on the first `rotary_dim` features of each head's queries and keys, mad-lab's mh-attention
-    (configs/layers/mh-attention.yml: 16 heads, rotary_emb_dim 8, flash_attn's MHA with biased
-    Wqkv and out_proj). Step form: the rotated keys and the values of every past step, 2 D t
-    numbers after t steps."""
+    """u (B, T, D) -> (B, T, D): causal softmax attention of D / head_dim heads with rotary
+    positions on the first `rotary_dim` features of each head's queries and keys, mad-lab's
+    mh-attention (configs/layers/mh-attention.yml: 16 heads at D = 128, so of width 8,
+    rotary_emb_dim 8, flash_attn's MHA with biased Wqkv and out_proj). The heads are given by
+    their width, so that the conf file's keys hold at every width D that head_dim divides (16
+    heads at mad-lab's 128, 8 at 64). Step form: the rotated keys and the values of every past
+    step, 2 D t numbers after t steps."""
 
-    def __init__(self, dim: int, heads: PositiveInt = 16, rotary_dim: int = 8,
+    def __init__(self, dim: int, head_dim: PositiveInt = 8, rotary_dim: int = 8,
                  rotary_base: float = 10_000.0):  # fmt: skip
         super().__init__()
-        if dim % heads or rotary_dim % 2 or rotary_dim > dim // heads:
+        if dim % head_dim or rotary_dim % 2 or rotary_dim > head_dim:
             raise ValueError(
-                f"heads={heads} must divide dim={dim}, and rotary_dim={rotary_dim} be even and "
-                f"at most the head's width {dim // heads}"
+                f"head_dim={head_dim} must divide dim={dim}, and rotary_dim={rotary_dim} be even "
+                f"and at most head_dim"
             )
-        self.heads, self.rotary_dim, self.rotary_base = heads, rotary_dim, rotary_base
+        self.heads, self.rotary_dim, self.rotary_base = dim // head_dim, rotary_dim, rotary_base
         self.Wqkv = nn.Linear(dim, 3 * dim)  # noqa: N815  flash_attn's name
         self.out_proj = nn.Linear(dim, dim)
 
@@ -226,6 +228,7 @@ class BottleneckDecoder(nn.Module):
     the inputs); its linear layers N(0, 0.02^2), biases 0, as the AutoEncoder's."""
 
     per_step = True  # c (B, T, D): the head gives one output per step
+    causal = False  # every c_t reads the last state, so no step form either
 
     def __init__(self, dim: int, mask_padding: bool = True, norm: Literal["rms", "layer"] = "rms"):
         super().__init__()

@@ -14,7 +14,9 @@ hints are their schema (plugins/keys.py checks them before training). The model'
 Readout: `Class(dim, mask_padding, **own)` is an `nn.Module` with a class attribute
 `per_step: bool` and `forward(h (B, T, D), mask (B, T) bool | None) -> c`, c (B, D), or
 (B, T, D) with `per_step = True`; its own keys are the pool section's other keys, and the
-model's `init` reaches it when `__init__` names it.
+model's `init` reaches it when `__init__` names it. A per-step readout is causal (c_t reads the
+states of steps <= t only) unless its class says `causal = False` (reads_causally), as one whose
+every c_t reads the last state does; such a readout has no step form.
 
 Generator: `func(rng, min_length, n_sequences, max_length=None, **params) -> (X, y, mask)` as in
 `longterm.tasks`; `params` are `task.params`.
@@ -146,6 +148,13 @@ def readout_class(path: str) -> type:
         "sequence) or `per_step = True` (c (B, T, D), one per step)"
     )
     return module_class(path, "pool.readout", READOUT_ARGS, "per_step", says)
+
+
+def reads_causally(readout: Any) -> bool:
+    """Whether a per-step readout (its class or an instance) is held causal, c_t a function of
+    the states of steps <= t: unless it says `causal = False`, as an encoder says it (the
+    contract check holds a causal one to it, and reports one that says it is not)."""
+    return getattr(readout, "causal", True) is not False
 
 
 def generator(ref: "str | Callable[..., Any]", key: str = "task.generator") -> Callable[..., Any]:
