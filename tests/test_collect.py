@@ -22,7 +22,7 @@ from longterm.analysis.events import curve
 from longterm.analysis.identity import MixedSettingsError
 from longterm.analysis.length_extrapolation import length_table
 from longterm.analysis.provenance import distinct, launched_by, sweep_commands
-from longterm.analysis.runs import epochs_trained, load_runs
+from longterm.analysis.runs import epochs_trained, load_runs, varied_settings
 from longterm.analysis.seeds import best_over_lrs, cell_text, summarise
 from longterm.analysis.variable_length import by_length_markdown, variable_length
 from longterm.experiments import lr_race
@@ -482,3 +482,19 @@ def test_the_variable_length_and_length_tables_refuse_runs_of_other_settings():
         variable_length(pd.DataFrame([row(1), row(2, masked=True)]))
     with pytest.raises(MixedSettingsError, match="differ in lr: 0.001, 0.003:"):
         length_table(pd.DataFrame([row(1), row(2, lr=3e-3)]))
+
+
+def test_runs_csv_tells_apart_runs_of_other_settings():
+    """A setting that is no column of runs.csv (the width, a task's vocabulary) becomes one where
+    runs differ in it; one every run shares is left out."""
+    runs = pd.DataFrame(
+        {
+            "T0": [50, 50],
+            "settings": [
+                {"T0": 50, "dim": 32, "vocab": 64, "seed": 1},
+                {"T0": 50, "dim": 64, "vocab": 64, "seed": 1},
+            ],
+        }
+    )
+    assert varied_settings(runs) == {"dim": [32, 64]}
+    assert varied_settings(runs.iloc[:0]) == {}

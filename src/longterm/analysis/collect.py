@@ -49,7 +49,7 @@ from longterm.analysis.plots import (
     plot_variable_length_curves,
 )
 from longterm.analysis.provenance import sweeps_markdown
-from longterm.analysis.runs import load_runs, paper_recipe_columns
+from longterm.analysis.runs import load_runs, paper_recipe_columns, varied_settings
 from longterm.analysis.table1 import table1, table1_markdown, table1_seeds
 from longterm.analysis.variable_length import (
     by_length_markdown,
@@ -98,7 +98,8 @@ def collect(sweeps: list[str], out: str | Path) -> pd.DataFrame:
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
     unvaried = paper_recipe_columns(runs)
-    runs.drop(columns=["config", "settings", "eval_lengths", *unvaried]).to_csv(
+    table = runs.assign(**varied_settings(runs))
+    table.drop(columns=["config", "settings", "eval_lengths", *unvaried]).to_csv(
         out / "runs.csv", index=False
     )
     write(sweeps_markdown(runs), out / "sweeps.md", "Where every number came from")

@@ -80,6 +80,18 @@ def paper_recipe_columns(runs: pd.DataFrame) -> list[str]:
     ]
 
 
+def varied_settings(runs: pd.DataFrame) -> dict[str, list]:
+    """The settings (config/run_settings.py, each run's `settings`) that are not columns of
+    `runs` and differ between its runs, each as a column: runs.csv tells apart every two runs of
+    other settings (the width `dim`, a task's `vocab`, a model's own keys), and a setting all its
+    runs share is left out, as `paper_recipe_columns` are."""
+    if runs.empty:
+        return {}
+    keys = sorted({k for s in runs.settings for k in s} - set(runs.columns))
+    columns = {k: [s.get(k) for s in runs.settings] for k in keys}
+    return {k: v for k, v in columns.items() if len({repr(x) for x in v}) > 1}
+
+
 def config_values(runs: pd.DataFrame, *keys: str, default: Any = None) -> list:
     """The distinct values of one config entry (`keys`: its path) over the runs, sorted;
     `default` for a run without it (a key recorded after it ran), else such a run is left out
