@@ -56,12 +56,17 @@ def measure(model: str, L: int, d: int, batch: int, warmup: int, updates: int) -
     x, y, mask = recipe(batch_rng(0, TRAIN, 0, 0))
     torch.manual_seed(0)
     module = build_model(cfg).train()
-    optimizer = optimizer_of(module)
+    return update_seconds(module, optimizer_of(module), (x, y, mask), warmup, updates)
+
+
+def update_seconds(module, optimizer, batch, warmup: int, updates: int) -> float:
+    """Median seconds of an update of `module` on `batch` (zero_grad, the loss's backward, the
+    optimizer's step), after `warmup` untimed ones."""
     times = []
     for i in range(warmup + updates):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        module.step_loss((x, y, mask)).backward()
+        module.step_loss(batch).backward()
         optimizer.step()
         if i >= warmup:
             times.append(time.perf_counter() - start)

@@ -16,13 +16,12 @@ forward passes each epoch.
 import argparse
 import os
 import platform
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
+from figure2_costs import update_seconds
 from hydra import compose, initialize_config_dir
 
 from longterm.training.parts import build_model, instantiate_named
@@ -44,15 +43,7 @@ def measure(model: str, task: str, setting: str, warmup: int, updates: int) -> f
     module = build_model(cfg).train()
     names, params = zip(*module.named_parameters(), strict=True)
     optim = Recipe(name="adamw", decay_groups="mad").optimizer(params, 1e-3, names)
-    times = []
-    for i in range(warmup + updates):
-        start = time.perf_counter()
-        optim.zero_grad(set_to_none=True)
-        module.step_loss((x, y, mask)).backward()
-        optim.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return update_seconds(module, optim, (x, y, mask), warmup, updates)
 
 
 def build_data(cfg):
