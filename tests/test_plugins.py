@@ -235,6 +235,18 @@ def test_a_misspelt_plugin_name_offers_the_closest(lab):
             ["task=addition", "task.generator=longterm.tasks.marked.multiplication"],
             "task.generator=longterm.tasks.marked.multiplication needs a name of its own",
         ),
+        (
+            ["model=mad_mamba", "model.mixer=longterm.models.mad.RotaryAttention"],
+            "model.mixer=longterm.models.mad.RotaryAttention needs a name of its own: give "
+            "model.name=... too, or it would be recorded as model=mad_mamba",
+        ),
+        (
+            [
+                *("model=mad_mamba", "model.mixer=longterm.models.mad.RotaryAttention"),
+                "model.name=mad_gla",
+            ],  # fmt: skip
+            "model.name=mad_gla is invalid with model=mad_mamba: mad_gla is the name of another",
+        ),
     ],
 )
 def test_config_dir_and_name_mistakes_are_one_line(args, expected):

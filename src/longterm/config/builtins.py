@@ -28,6 +28,7 @@ def generator_of(ref: str) -> str:
 @functools.cache  # the package's own conf files: read once per process, not once per job
 def builtin_path(group: str, name: str, key: str) -> str | None:
     """The import path under `key` of the built-in conf file `group/name.yaml`; None when no
-    built-in has that name."""
+    built-in has that name, or it has no such key."""
     path = CONF / group / f"{name}.yaml"
-    return str(OmegaConf.load(path)[key]) if path.is_file() else None
+    value = OmegaConf.load(path).get(key) if path.is_file() else None
+    return None if value is None else str(value)

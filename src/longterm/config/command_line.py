@@ -44,7 +44,9 @@ HYDRA_FLAGS = ("-m", "--multirun")
 CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
 CONFIG_NAME_FLAGS = ("--config-name", "-cn")
 # A group whose conf files name a plugin, and the key holding its import path.
-PLUGIN_GROUPS = {"model": "encoder", "pool": "readout", "task": "generator"}
+# Each plugin group's keys that name a class by import path, the one that makes it first (MAD's
+# model shape takes its sequence mixer by import path too: models/mad.py).
+PLUGIN_GROUPS = {"model": ("encoder", "mixer"), "pool": ("readout",), "task": ("generator",)}
 
 
 @dataclass
@@ -172,29 +174,35 @@ def check_names(
     showed to name one class (check_one_class), not read again."""
     loader = GlobalHydra.instance().config_loader()
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
-    for group, path_key in PLUGIN_GROUPS.items():
+    for group, path_keys in PLUGIN_GROUPS.items():
         name, choice = cfg[group].name, cfg.hydra.runtime.choices[group]
-        path = cfg[group][path_key]
         if name != choice and name in loader.get_group_options(group):
             raise ConfigError(
                 f"{group}.name={name} is invalid with {group}={choice}: {name} is the name of "
                 f"another conf file ({group}/{name}.yaml); give this {group} a name of its own"
             )
-        if f"{group}.{path_key}" in given and f"{group}.name" not in given:
-            raise ConfigError(
-                f"{group}.{path_key}={path} needs a name of its own: give "
-                f"{group}.name=... too, or it would be recorded as {group}={choice}"
-            )
-        builtin = builtin_path(group, str(name), path_key)
-        if builtin is not None and path != builtin:
-            raise ConfigError(
-                f"{group}.{path_key}={path} is invalid with {group}.name={name}: {name} is the "
-                f"built-in {builtin} ({group}/{name}.yaml); give this {group} a name of its own"
-            )
+        for path_key in (k for k in path_keys if k in cfg[group]):
+            check_path(group, path_key, cfg[group][path_key], str(name), choice, given)
         if checked is None or (group, choice) not in checked:
-            check_one_class(group, choice, path_key)
+            check_one_class(group, choice, path_keys[0])
         if checked is not None:
             checked.add((group, choice))
+
+
+def check_path(group: str, key: str, path: str, name: str, choice: str, given: set[str]) -> None:
+    """A class by import path (`group.key`) that replaces its conf file's comes with a name of its
+    own, and a built-in's name names the built-in's class."""
+    if f"{group}.{key}" in given and f"{group}.name" not in given:
+        raise ConfigError(
+            f"{group}.{key}={path} needs a name of its own: give "
+            f"{group}.name=... too, or it would be recorded as {group}={choice}"
+        )
+    builtin = builtin_path(group, name, key)
+    if builtin is not None and path != builtin:
+        raise ConfigError(
+            f"{group}.{key}={path} is invalid with {group}.name={name}: {name} is the "
+            f"built-in {builtin} ({group}/{name}.yaml); give this {group} a name of its own"
+        )
 
 
 def check_one_class(group: str, choice: str, path_key: str) -> None:
