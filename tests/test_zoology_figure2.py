@@ -153,7 +153,9 @@ def test_the_page_of_the_archived_runs(tmp_path: Path, monkeypatch):
     progress = text.split("## Runs in progress")[1]
     assert "`python -m longterm.store.archive get runs/zoology_figure2`" in progress
     base_conv = next(cells_of(line) for line in progress.splitlines() if "base_conv" in line)
-    assert base_conv[1:4] == ["interrupted", "11 of 64", "25.6"]
+    record = json.loads(next(ARCHIVE.glob("*base_conv*/result.json")).read_text())
+    shown = [record["status"], f"{record['epochs']} of 64", f"{100 * record['best_acc']:.1f}"]
+    assert base_conv[1:4] == shown  # what its record says, however far it has trained
     assert base_conv[4] == (
         "`python src/train.py -m experiment=zoology_figure2 arch=zoology_base_conv model.dim=64 "
         "lr=0.00215 seed=1`"
