@@ -1,7 +1,10 @@
 """Reading what runs wrote: a result.json, each job's of a sweep, and what a run measured."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 
 def read_json(path: Path) -> dict:
@@ -35,3 +38,17 @@ METRICS = (
 def metrics(run_dir: Path) -> dict:
     result = read_json(run_dir / "result.json")
     return {k: result[k] for k in METRICS}
+
+
+def refuses_mix(
+    main: Callable[[list[str]], object], argv: list[str], point: str, named: str
+) -> None:
+    """A page's command (`main(argv)`) stops in one line: its point `point` (`task=addition,
+    ...`) would join runs that differ in `named` (`lr: 0.001, 0.003`)."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    line = str(stopped.value.code)
+    assert line.startswith(
+        f"error: runs of other settings in one point ({point}) differ in {named}:"
+    )
+    assert "\n" not in line, line
